@@ -1,0 +1,65 @@
+# autodiff_lab — two commands: `make lab` (open the course) and `make test` (run every check).
+# Only Python >= 3.10 and make are needed; everything else is pip-installed into .venv.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8888
+TOKEN  ?=
+# JupyterLab refuses to run as root without --allow-root.
+ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
+# Stored notebook outputs are rendered with the pip-installed wasm Graphviz on every
+# machine, so they compare equal whether or not a `dot` binary is installed.
+export AUTODIFF_LAB_RENDERER ?= wasm
+# One BLAS thread: repeatable timings, no oversubscription on small machines.
+export OMP_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
+PYTEST_FLAGS ?=
+
+.PHONY: lab test bench notebooks exercises lint format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.lab-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[lab]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[lab,test]'
+	touch $@ $(VENV)/.lab-installed
+
+## make lab: set up and open the course in JupyterLab
+lab: $(VENV)/.lab-installed
+	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) --port=$(PORT) \
+		--IdentityProvider.token='$(TOKEN)' notebooks/00_start_here.ipynb
+
+## make test: set up and run every test (unit, vs PyTorch, notebooks, grading, browser)
+test: $(VENV)/.test-installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m autodiff_lab.cli build-exercises --check
+	$(BIN)/python tools/run_pytest.py $(PYTEST_FLAGS)
+
+## make bench: speed against micrograd, hand-written numpy and PyTorch (ratios)
+bench: $(VENV)/.test-installed
+	$(BIN)/python -m benchmarks
+
+## make notebooks: re-execute every chapter and solution notebook in place
+notebooks: $(VENV)/.test-installed
+	$(BIN)/python tools/execute_notebooks.py
+
+## make exercises: regenerate exercises/ from solutions/ (keeps students' edits)
+exercises: $(VENV)/.lab-installed
+	$(BIN)/autodiff-lab build-exercises
+
+lint:
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+format:
+	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,23 @@
+"""autodiff_lab: learn automatic differentiation by building it.
+
+>>> from autodiff_lab import Value
+>>> x = Value(3.0)
+>>> y = x * x + 2 * x
+>>> y.backward()
+>>> x.grad   # dy/dx = 2x + 2
+8.0
+"""
+
+from .dual import Dual
+from .graph import is_grad_enabled, no_grad, topological_order
+from .ops import abs, cos, exp, log, log_softmax, relu, sigmoid, sin, softmax, sqrt, tanh
+from .tensor import Tensor, concatenate, cross_entropy, stack
+from .value import Value
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Value", "Tensor", "Dual", "no_grad", "is_grad_enabled", "topological_order",
+    "concatenate", "stack", "cross_entropy",
+    "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "softmax", "log_softmax",
+]  # fmt: skip

@@ -1,0 +1,108 @@
+"""The graph core shared by ``Value`` and ``Tensor``: topological order and backpropagation.
+
+Every graph value (a *node*) has
+
+- ``data``: what it computed;
+- ``grad``: its accumulated gradient;
+- ``_prev``: the tuple of nodes it was computed from (in argument order);
+- ``_fn``: the :class:`~autodiff_lab.primitives.Primitive` that computed it (None for a
+  leaf), and ``_ctx``: that primitive's keyword parameters (or None);
+- ``requires_grad``: whether gradients flow into it.
+
+The visualisations walk the graph with the same :func:`topological_order` that
+:func:`backpropagate` runs, so what the widgets show is what ``backward()`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import contextmanager
+
+
+class _GradMode:
+    enabled = True
+
+
+def is_grad_enabled() -> bool:
+    """False inside ``with no_grad():``."""
+    return _GradMode.enabled
+
+
+@contextmanager
+def no_grad():
+    """Compute without recording a graph (evaluation, optimizer updates)."""
+    previous = _GradMode.enabled
+    _GradMode.enabled = False
+    try:
+        yield
+    finally:
+        _GradMode.enabled = previous
+
+
+def topological_order(root) -> list:
+    """All nodes ``root`` depends on, each listed after every node it was computed from.
+
+    Iterative depth-first search (no recursion, so a chain of a million operations is
+    fine). Parents are visited in ``_prev`` order, so the order is the same every run.
+    """
+    order = []
+    visited = {root}
+    stack = [(root, iter(root._prev))]
+    while stack:
+        node, parents = stack[-1]
+        for parent in parents:
+            if parent not in visited:
+                visited.add(parent)
+                stack.append((parent, iter(parent._prev)))
+                break
+        else:  # every parent is already in `order`: the node can follow them
+            stack.pop()
+            order.append(node)
+    return order
+
+
+def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: Iterable = ()):
+    """Run every node's local rules in reverse topological order.
+
+    ``seed`` is d root / d root (1 for a scalar). Each node's gradient is complete when
+    its turn comes, because every node that uses it comes later in topological order and
+    so has already been processed. The node's rules then pass a share to each parent:
+    ``upstream gradient x local derivative``; a parent used twice receives two shares,
+    which add up.
+
+    With ``accumulate`` each node's ``.grad`` is increased by its gradient (so gradients
+    add up across calls, as in PyTorch). Gradients of the nodes in ``wanted`` are also
+    returned in a dict. With ``create_graph`` the rules run on the nodes themselves, so
+    the gradients are new graph values that can be differentiated again.
+    """
+    wanted = set(wanted)
+    found = {}
+    pending = {root: seed}
+    for node in reversed(topological_order(root)):
+        g = pending.pop(node, None)
+        if g is None:  # no gradient reaches this node
+            continue
+        if accumulate:
+            node.grad = g if node.grad is None else node.grad + g
+        if node in wanted:
+            found[node] = g
+        fn = node._fn
+        if fn is None:
+            continue
+        parents = node._prev
+        if create_graph:
+            out, inputs = node, parents
+        else:
+            out, inputs = node.data, [p.data for p in parents]
+        ctx = node._ctx or {}
+        if fn.vjp is not None:
+            shares = [
+                rule(g, out, *inputs, **ctx) if rule is not None and p.requires_grad else None
+                for p, rule in zip(parents, fn.vjp)
+            ]
+        else:
+            shares = fn.vjp_all(g, out, *inputs, **ctx)
+        for parent, share in zip(parents, shares):
+            if share is not None and parent.requires_grad:
+                pending[parent] = share if parent not in pending else pending[parent] + share
+    return found

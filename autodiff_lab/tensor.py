@@ -1,0 +1,421 @@
+"""``Tensor``: the tensor Value — numpy arrays that record the operations applied to them.
+
+The same idea as :class:`~autodiff_lab.Value`, one array at a time: numpy does the array
+work, the graph core (:mod:`autodiff_lab.graph`) runs backward, and each primitive's rules
+(:mod:`autodiff_lab.primitives`) say how gradients flow. Broadcasting follows numpy; in
+backward a gradient is summed back to the shape of the input it belongs to
+(:func:`autodiff_lab.ops.sum_to`).
+
+PyTorch-like semantics: ``requires_grad`` marks the tensors to differentiate (an op's
+result requires grad when any input does); ``.grad`` is ``None`` until a backward pass
+reaches the tensor, then it accumulates across calls. Unlike PyTorch, intermediate tensors
+keep their ``.grad`` too (the visualisations show them).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import graph
+from . import primitives as P
+
+
+def _to_array(data, dtype, where: str) -> np.ndarray:
+    """Validate and convert user data: numeric, rectangular; ints become float64."""
+    if isinstance(data, Tensor):
+        data = data.data
+    try:
+        arr = np.asarray(data, dtype=dtype)
+    except ValueError as e:
+        raise ValueError(
+            f"{where}: cannot make an array from {type(data).__name__} "
+            f"(rows of different lengths? a ragged list is not a tensor): {e}"
+        ) from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(
+            f"{where}: needs numbers, got dtype {arr.dtype} from {type(data).__name__} "
+            f"{data!r:.60}"
+        )
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    return arr
+
+
+class Tensor:
+    """An n-dimensional array in a recorded computation."""
+
+    __slots__ = ("data", "grad", "requires_grad", "_prev", "_fn", "_ctx", "label")
+    __array_ufunc__ = None  # ndarray + Tensor defers to Tensor.__radd__
+
+    def __init__(self, data, requires_grad: bool = False, dtype=None, label: str = ""):
+        self.data = _to_array(data, dtype, "Tensor")
+        self.grad = None
+        self.requires_grad = bool(requires_grad)
+        self._prev = ()
+        self._fn = None
+        self._ctx = None
+        self.label = label
+
+    @classmethod
+    def _result(cls, data, parents, fn, ctx=None):
+        out = cls.__new__(cls)
+        out.data = data
+        out.grad = None
+        out.label = ""
+        if graph._GradMode.enabled and any(p.requires_grad for p in parents):
+            out.requires_grad = True
+            out._prev, out._fn, out._ctx = parents, fn, ctx
+        else:
+            out.requires_grad = False
+            out._prev, out._fn, out._ctx = (), None, None
+        return out
+
+    @classmethod
+    def _apply(cls, fn, *inputs, **params):
+        """Compute primitive ``fn`` on the inputs' data and record the node."""
+        like = next(x for x in inputs if isinstance(x, Tensor))
+        tensors = tuple(x if isinstance(x, Tensor) else _constant(x, like, fn) for x in inputs)
+        data = fn.forward(*[t.data for t in tensors], **params)
+        return cls._result(data, tensors, fn, params or None)
+
+    # --- array facts -------------------------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def _op(self) -> str:
+        return "" if self._fn is None else self._fn.symbol
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def item(self) -> float:
+        return self.data.item()
+
+    def numpy(self) -> np.ndarray:
+        return self.data
+
+    # --- elementwise arithmetic (numpy broadcasting) ------------------------------------
+
+    def _binary(self, fn, other, reverse=False):
+        a, b = (other, self) if reverse else (self, other)
+        try:
+            return Tensor._apply(fn, a, b)
+        except ValueError as e:
+            if "broadcast" not in str(e):
+                raise
+            raise ValueError(
+                f"Tensor {fn.symbol}: shapes {_shape_of(a)} and {_shape_of(b)} cannot be "
+                "broadcast together (numpy rule: align shapes from the right; each pair of "
+                "sizes must be equal or one of them 1)"
+            ) from None
+
+    def __add__(self, other):
+        return self._binary(P.ADD, other)
+
+    def __radd__(self, other):
+        return self._binary(P.ADD, other, reverse=True)
+
+    def __sub__(self, other):
+        return self._binary(P.SUB, other)
+
+    def __rsub__(self, other):
+        return self._binary(P.SUB, other, reverse=True)
+
+    def __mul__(self, other):
+        return self._binary(P.MUL, other)
+
+    def __rmul__(self, other):
+        return self._binary(P.MUL, other, reverse=True)
+
+    def __truediv__(self, other):
+        return self._binary(P.DIV, other)
+
+    def __rtruediv__(self, other):
+        return self._binary(P.DIV, other, reverse=True)
+
+    def __pow__(self, other):
+        if isinstance(other, numbers.Real):
+            return Tensor._apply(P.POW_CONST, self, exponent=other)
+        return self._binary(P.POW, other)
+
+    def __rpow__(self, other):
+        return self._binary(P.POW, other, reverse=True)
+
+    def __neg__(self):
+        return Tensor._apply(P.NEG, self)
+
+    def __matmul__(self, other):
+        other = other if isinstance(other, Tensor) else Tensor(other)
+        _check_matmul(self.shape, other.shape)
+        return Tensor._apply(P.MATMUL, self, other)
+
+    def __rmatmul__(self, other):
+        return Tensor(other) @ self
+
+    # comparisons give plain boolean arrays (no gradient); == stays identity (hashable)
+    def __lt__(self, other):
+        return self.data < _data_of(other)
+
+    def __le__(self, other):
+        return self.data <= _data_of(other)
+
+    def __gt__(self, other):
+        return self.data > _data_of(other)
+
+    def __ge__(self, other):
+        return self.data >= _data_of(other)
+
+    __hash__ = object.__hash__
+
+    # --- elementwise functions -----------------------------------------------------------
+
+    def exp(self):
+        return Tensor._apply(P.EXP, self)
+
+    def log(self):
+        _check_domain(self, "log", self.data < 0, "x > 0 (log 0 = -inf)")
+        return Tensor._apply(P.LOG, self)
+
+    def sqrt(self):
+        _check_domain(self, "sqrt", self.data < 0, "x >= 0")
+        return Tensor._apply(P.SQRT, self)
+
+    def tanh(self):
+        return Tensor._apply(P.TANH, self)
+
+    def sigmoid(self):
+        return Tensor._apply(P.SIGMOID, self)
+
+    def relu(self):
+        return Tensor._apply(P.RELU, self)
+
+    def sin(self):
+        return Tensor._apply(P.SIN, self)
+
+    def cos(self):
+        return Tensor._apply(P.COS, self)
+
+    def abs(self):
+        return Tensor._apply(P.ABS, self)
+
+    __abs__ = abs
+
+    def softmax(self, axis: int = -1):
+        return Tensor._apply(P.SOFTMAX, self, axis=_check_axis(self, axis, "softmax"))
+
+    def log_softmax(self, axis: int = -1):
+        return Tensor._apply(P.LOG_SOFTMAX, self, axis=_check_axis(self, axis, "log_softmax"))
+
+    # --- reductions and shapes -----------------------------------------------------------
+
+    def sum(self, axis=None, keepdims: bool = False):
+        return Tensor._apply(P.SUM, self, axis=_check_axis(self, axis, "sum"), keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims: bool = False):
+        return Tensor._apply(P.MEAN, self, axis=_check_axis(self, axis, "mean"), keepdims=keepdims)
+
+    def max(self, axis=None, keepdims: bool = False):
+        return Tensor._apply(P.MAX, self, axis=_check_axis(self, axis, "max"), keepdims=keepdims)
+
+    def reshape(self, *shape):
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        try:
+            np.empty(self.shape).reshape(shape)  # cheap shape check: no data is copied
+        except ValueError:
+            raise ValueError(
+                f"Tensor reshape: cannot reshape shape {self.shape} ({self.size} entries) "
+                f"into {shape}"
+            ) from None
+        return Tensor._apply(P.RESHAPE, self, shape=shape)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], int):  # t.transpose((1, 0)) or (None)
+            axes = axes[0]
+        axes = tuple(axes) if axes else None
+        return Tensor._apply(P.TRANSPOSE, self, axes=axes)
+
+    @property
+    def T(self):  # noqa: N802
+        return self.transpose()
+
+    def broadcast_to(self, shape):
+        return Tensor._apply(P.BROADCAST_TO, self, shape=tuple(shape))
+
+    def __getitem__(self, index):
+        index = _plain_index(index)
+        try:
+            self.data[index]
+        except IndexError as e:
+            raise IndexError(f"Tensor []: index {index!r} for shape {self.shape}: {e}") from None
+        return Tensor._apply(P.GETITEM, self, index=index)
+
+    # --- autodiff ------------------------------------------------------------------------
+
+    def backward(self, grad=None, create_graph: bool = False):
+        """Accumulate d self / d t into ``t.grad`` for every tensor t this one depends on.
+
+        ``grad`` is the gradient of some final scalar with respect to this tensor; it may
+        be left out only when this tensor is a scalar (it is then 1).
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "Tensor.backward: this tensor does not require grad (no input had "
+                "requires_grad=True, or it was computed under no_grad())"
+            )
+        if grad is None:
+            if self.size != 1:
+                raise RuntimeError(
+                    f"Tensor.backward: output has shape {self.shape}; backward() without a "
+                    "gradient needs a scalar (one number). Reduce it first (.sum(), .mean()) "
+                    f"or pass grad= an array of shape {self.shape}."
+                )
+            grad = np.ones_like(self.data)
+        else:
+            grad = _to_array(grad, self.dtype, "Tensor.backward grad")
+            if grad.shape != self.shape:
+                raise ValueError(
+                    f"Tensor.backward: grad has shape {grad.shape}, output has {self.shape}"
+                )
+        seed = Tensor(grad) if create_graph else grad
+        graph.backpropagate(self, seed, create_graph=create_graph)
+
+    def detach(self) -> Tensor:
+        """The same data as a new leaf that does not require grad."""
+        return Tensor(self.data)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, precision=4, separator=", ", prefix="Tensor(")
+        extra = ", requires_grad=True" if self.requires_grad else ""
+        if self.dtype != np.float64:
+            extra = f", dtype={self.dtype}" + extra
+        return f"Tensor({body}{extra})"
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def _data_of(x):
+    return x.data if isinstance(x, Tensor) else x
+
+
+def _shape_of(x):
+    return x.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def _constant(x, like: Tensor, fn) -> Tensor:
+    """A non-Tensor operand as a constant Tensor (Python numbers take ``like``'s dtype)."""
+    if isinstance(x, bool | numbers.Number):
+        return Tensor(np.asarray(x, dtype=like.dtype))
+    try:
+        return Tensor(x)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"Tensor {fn.symbol}: cannot combine a Tensor with {type(x).__name__} {x!r:.40}"
+        ) from None
+
+
+def _check_matmul(a: tuple, b: tuple):
+    if not a or not b:
+        raise ValueError(f"Tensor @: needs at least 1-D operands, got shapes {a} and {b}")
+    k_left = a[-1]
+    k_right = b[0] if len(b) == 1 else b[-2]
+    if k_left != k_right:
+        raise ValueError(
+            f"Tensor @: shapes {a} and {b} do not line up: the last axis of the left "
+            f"({k_left}) must equal the {'only' if len(b) == 1 else 'second-to-last'} axis "
+            f"of the right ({k_right})"
+        )
+
+
+def _check_axis(t: Tensor, axis, op: str):
+    axes = (axis,) if isinstance(axis, int) else axis or ()
+    for a in axes:
+        if not -t.ndim <= a < t.ndim:
+            raise ValueError(f"Tensor {op}: axis {a} is out of range for shape {t.shape}")
+    return axis if axis is None or isinstance(axis, int) else tuple(axis)
+
+
+def _check_domain(t: Tensor, op: str, bad: np.ndarray, rule: str):
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"Tensor {op}: {op} is defined for {rule}, but {int(bad.sum())} entries of the "
+            f"shape-{t.shape} input are not (first at index {first}: {t.data[first]!r})"
+        )
+
+
+def _plain_index(index):
+    """Tensors inside an index become arrays; lists become integer arrays."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    if isinstance(index, Tensor):
+        return index.data.astype(np.intp)
+    if isinstance(index, list):
+        return np.asarray(index, dtype=np.intp)
+    return index
+
+
+def concatenate(tensors, axis: int = 0) -> Tensor:
+    """Join tensors along an existing axis; backward hands each its slice of the gradient."""
+    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    shapes = [t.shape for t in tensors]
+    ref = shapes[0]
+    for s in shapes:
+        if len(s) != len(ref) or any(
+            x != y for i, (x, y) in enumerate(zip(s, ref)) if i != axis % len(ref)
+        ):
+            raise ValueError(
+                f"concatenate: shapes {shapes} must match except along axis {axis}"
+            )
+    return Tensor._apply(P.CONCATENATE, *tensors, axis=axis)
+
+
+def stack(tensors, axis: int = 0) -> Tensor:
+    """Join same-shape tensors along a new axis (each gets a size-1 axis, then concatenate)."""
+    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    if len({t.shape for t in tensors}) > 1:
+        raise ValueError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
+    ndim = tensors[0].ndim + 1
+    axis = axis % ndim
+    expanded = [t.reshape(t.shape[:axis] + (1,) + t.shape[axis:]) for t in tensors]
+    return concatenate(expanded, axis=axis)
+
+
+def cross_entropy(logits: Tensor, targets) -> Tensor:
+    """Mean over the batch of -log softmax(logits)[target], fused and stable.
+
+    ``logits`` has shape (N, C); ``targets`` holds N class indices in [0, C).
+    Gradient: (softmax(logits) - onehot(targets)) / N.
+    """
+    logits = logits if isinstance(logits, Tensor) else Tensor(logits)
+    targets = np.asarray(_data_of(targets))
+    if logits.ndim != 2:
+        raise ValueError(f"cross_entropy: logits must have shape (N, C), got {logits.shape}")
+    if targets.shape != (logits.shape[0],) or targets.dtype.kind not in "iu":
+        raise ValueError(
+            f"cross_entropy: targets must be {logits.shape[0]} integer class indices, got "
+            f"shape {targets.shape} dtype {targets.dtype}"
+        )
+    if targets.size and (targets.min() < 0 or targets.max() >= logits.shape[1]):
+        raise ValueError(
+            f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got values from "
+            f"{targets.min()} to {targets.max()}"
+        )
+    return Tensor._apply(P.CROSS_ENTROPY, logits, targets=targets)

@@ -1,0 +1,230 @@
+"""``Value``: a scalar that remembers how it was computed (reverse mode, micrograd-style).
+
+Each operation returns a new ``Value`` holding the result, the values it came from
+(``_prev``) and the primitive that made it (``_fn``). ``backward()`` then walks that record
+in reverse, applying each primitive's local derivative rule (see
+:mod:`autodiff_lab.primitives`).
+
+Compatible with Karpathy's micrograd: ``.data``, ``.grad``, ``._prev``, ``._op``, ``.label``
+and ``.backward()`` mean the same. Differences, all deliberate: ``_prev`` is a tuple in
+argument order (micrograd's set changes order from run to run); the graph walk is
+iterative (no recursion limit); ``grad`` starts as the float ``0.0``; nodes hold no
+closures, so a finished graph is freed at once instead of waiting for the garbage
+collector.
+
+Every node keeps its ``.grad`` after ``backward()`` (as in micrograd; PyTorch keeps only
+the leaves'). Calling ``backward()`` again adds to every ``.grad``: zero them first.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from . import graph
+from . import primitives as P
+
+
+def _as_number(x, op: str):
+    """A Python float from an int/float/numpy scalar, or a clear TypeError."""
+    if isinstance(x, numbers.Real):
+        return float(x)
+    shape = getattr(x, "shape", None)
+    if shape == ():
+        return float(x)
+    what = f"array of shape {shape}" if shape is not None else f"{type(x).__name__} {x!r}"
+    raise TypeError(
+        f"Value {op}: expected a number (int or float) or a Value, got {what}. "
+        "Use Tensor for arrays."
+    )
+
+
+class Value:
+    """A scalar in a recorded computation. ``Value(2.0) * Value(3.0)`` records a ``*`` node."""
+
+    __slots__ = ("data", "grad", "_prev", "_fn", "_ctx", "label")
+    requires_grad = True  # every Value takes part in backward, as in micrograd
+
+    def __init__(self, data, _children=(), _op: str = "", label: str = ""):
+        self.data = data if type(data) is float else _as_number(data, "constructor")
+        self.grad = 0.0
+        self._prev = tuple(_children)
+        self._fn = _primitive_for_symbol(_op, len(self._prev)) if _op else None
+        self._ctx = None
+        self.label = label
+
+    @classmethod
+    def _result(cls, data, parents, fn, ctx=None):
+        """A new node for the output of ``fn`` (no history inside ``no_grad()``)."""
+        out = cls.__new__(cls)
+        out.data = data
+        out.grad = 0.0
+        out.label = ""
+        if graph._GradMode.enabled:
+            out._prev, out._fn, out._ctx = parents, fn, ctx
+        else:
+            out._prev, out._fn, out._ctx = (), None, None
+        return out
+
+    @classmethod
+    def _apply(cls, fn, *inputs, **params):
+        """Apply any primitive (used by generic code such as derivative rules)."""
+        inputs = tuple(x if isinstance(x, Value) else Value(_as_number(x, fn.name)) for x in inputs)
+        data = fn.forward(*(x.data for x in inputs), **params)
+        return cls._result(data, inputs, fn, params or None)
+
+    @property
+    def _op(self) -> str:
+        """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
+        if self._fn is None:
+            return ""
+        if self._fn is P.POW_CONST:
+            return f"**{self._ctx['exponent']:g}"
+        return self._fn.symbol
+
+    # --- arithmetic: each builds its output node; the rules live in primitives.py ------
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(_as_number(other, "+"))
+        return Value._result(self.data + other.data, (self, other), P.ADD)
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(_as_number(other, "*"))
+        return Value._result(self.data * other.data, (self, other), P.MUL)
+
+    def __sub__(self, other):
+        other = other if isinstance(other, Value) else Value(_as_number(other, "-"))
+        return Value._result(self.data - other.data, (self, other), P.SUB)
+
+    def __truediv__(self, other):
+        other = other if isinstance(other, Value) else Value(_as_number(other, "/"))
+        if other.data == 0:
+            raise ZeroDivisionError(f"Value /: division by zero ({self!r} / {other!r})")
+        return Value._result(self.data / other.data, (self, other), P.DIV)
+
+    def __pow__(self, other):
+        if isinstance(other, Value):  # a Value exponent is differentiated too
+            if self.data <= 0:
+                raise ValueError(
+                    f"Value **: a Value exponent needs a positive base (d/db a^b = a^b log a), "
+                    f"got base {self.data!r}"
+                )
+            return Value._result(self.data**other.data, (self, other), P.POW)
+        exponent = _as_number(other, "**")
+        if self.data == 0 and exponent < 0:
+            raise ZeroDivisionError(f"Value **: 0 raised to the negative power {exponent:g}")
+        return Value._result(
+            self.data**exponent, (self,), P.POW_CONST, {"exponent": exponent}
+        )
+
+    def __neg__(self):
+        return Value._result(-self.data, (self,), P.NEG)
+
+    def __radd__(self, other):  # other + self
+        return Value(_as_number(other, "+")) + self
+
+    def __rmul__(self, other):  # other * self
+        return Value(_as_number(other, "*")) * self
+
+    def __rsub__(self, other):  # other - self
+        return Value(_as_number(other, "-")) - self
+
+    def __rtruediv__(self, other):  # other / self
+        return Value(_as_number(other, "/")) / self
+
+    def __rpow__(self, other):  # other ** self
+        return Value(_as_number(other, "**")) ** self
+
+    # --- functions -------------------------------------------------------------------
+
+    def exp(self):
+        return Value._result(math.exp(self.data), (self,), P.EXP)
+
+    def log(self):
+        if self.data <= 0:
+            raise ValueError(
+                f"Value log: log is defined for x > 0, got {self.data!r}"
+                + (f" (label {self.label!r})" if self.label else "")
+            )
+        return Value._result(math.log(self.data), (self,), P.LOG)
+
+    def sqrt(self):
+        if self.data < 0:
+            raise ValueError(
+                f"Value sqrt: sqrt is defined for x >= 0, got {self.data!r}"
+                + (f" (label {self.label!r})" if self.label else "")
+            )
+        return Value._result(math.sqrt(self.data), (self,), P.SQRT)
+
+    def tanh(self):
+        return Value._result(math.tanh(self.data), (self,), P.TANH)
+
+    def sigmoid(self):
+        return Value._result(P.SIGMOID.forward(self.data), (self,), P.SIGMOID)
+
+    def relu(self):
+        return Value._result(self.data if self.data > 0 else 0.0, (self,), P.RELU)
+
+    def sin(self):
+        return Value._result(math.sin(self.data), (self,), P.SIN)
+
+    def cos(self):
+        return Value._result(math.cos(self.data), (self,), P.COS)
+
+    def abs(self):
+        return Value._result(abs(self.data), (self,), P.ABS)
+
+    __abs__ = abs
+
+    # --- comparisons: plain bools on .data, for Python control flow (`if x > 0:`) ------
+    # (== is left as identity, so a Value can be a dict key.)
+
+    def __lt__(self, other):
+        return self.data < (other.data if isinstance(other, Value) else other)
+
+    def __le__(self, other):
+        return self.data <= (other.data if isinstance(other, Value) else other)
+
+    def __gt__(self, other):
+        return self.data > (other.data if isinstance(other, Value) else other)
+
+    def __ge__(self, other):
+        return self.data >= (other.data if isinstance(other, Value) else other)
+
+    __hash__ = object.__hash__
+
+    def __float__(self):
+        return float(self.data)
+
+    # --- autodiff --------------------------------------------------------------------
+
+    def backward(self, create_graph: bool = False):
+        """Fill ``.grad`` of every node this value depends on with d self / d node.
+
+        Gradients add up across calls. With ``create_graph=True`` the gradients are
+        themselves ``Value`` nodes (differentiable again, e.g. for a second derivative).
+        """
+        seed = Value(1.0) if create_graph else 1.0
+        graph.backpropagate(self, seed, create_graph=create_graph)
+
+    def detach(self) -> Value:
+        """The same number as a new leaf, cut off from the graph."""
+        return Value(self.data, label=self.label)
+
+    def zero_grad(self):
+        """Set the gradient of this node and every node it depends on back to 0."""
+        for node in graph.topological_order(self):
+            node.grad = 0.0
+
+    def __repr__(self) -> str:
+        return f"Value(data={self.data}, grad={self.grad})"
+
+
+def _primitive_for_symbol(op: str, arity: int):
+    """Map micrograd-style ``Value(x, (a, b), '+')`` to its primitive."""
+    for prim in P.PRIMITIVES.values():
+        if op in (prim.symbol, prim.name) and (prim.vjp is None or len(prim.vjp) == arity):
+            return prim
+    if op.startswith("**"):
+        raise ValueError("Value: build powers with `a ** 2`, not Value(..., _op='**2')")
+    raise ValueError(f"Value: unknown operation {op!r} (known: {sorted(P.PRIMITIVES)})")
