@@ -1,0 +1,260 @@
+"""Lecture mode: export a chapter as reveal.js HTML slides (``autodiff-lab slides CHAPTER``).
+
+Every chapter cell carries ``metadata.slideshow.slide_type`` (slide / subslide / fragment /
+``-`` / skip / notes). Two ways to present:
+
+- **Live** (recommended): open the chapter in JupyterLab and choose *View > Render as
+  slideshow* (``jupyterlab-rise``, bundled reveal.js, widgets stay live, no network).
+- **Exported HTML** (this module): nbconvert's ``SlidesExporter`` writes one ``.slides.html``
+  file with the stored outputs. That page loads reveal.js, require.js, jQuery, MathJax and
+  the Jupyter widget manager from CDNs, so it needs network when opened. With
+  ``--offline`` the page loads nothing from the network: the CDN tags are removed, a small
+  built-in navigator (arrow keys) replaces reveal.js, widgets show their stored static
+  picture, and math stays as LaTeX source because MathJax is not available offline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import sys
+from pathlib import Path
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+HELP = "export a chapter as reveal.js HTML slides (needs network to view; see --offline)"
+
+DESCRIPTION = """\
+Export a chapter notebook as reveal.js HTML slides, built from the stored outputs (the
+notebook is not re-run). CHAPTER is a path to a notebook, or a chapter number or name
+prefix looked up in notebooks/: "3", "03", "04_tensors", "tensors".
+
+Network: the default HTML loads reveal.js, require.js, jQuery, MathJax and the Jupyter
+widget manager from CDNs (unpkg, cdnjs, jsdelivr) when it is opened; without network it
+shows a plain page. --offline writes a page that loads nothing from the network: a small
+built-in navigator (arrow keys / space; N toggles speaker notes) replaces reveal.js,
+widgets show their stored static picture, and math stays as LaTeX source (no MathJax).
+
+To present live with working widgets and no network, open the chapter in JupyterLab and
+choose View > Render as slideshow (jupyterlab-rise)."""
+
+
+# --- finding a chapter ---------------------------------------------------------------------
+
+
+def notebooks_dir() -> Path:
+    """``notebooks/`` of the current directory if it has one, else the repository's."""
+    here = Path.cwd() / "notebooks"
+    return here if here.is_dir() else Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def find_chapter(spec: str, folder: Path | None = None) -> Path:
+    """The notebook named by ``spec``: a path, or a number / name prefix / name part.
+
+    ``"3"`` and ``"03"`` find ``03_*.ipynb``; ``"tensors"`` finds ``04_tensors.ipynb``.
+    Raises FileNotFoundError listing the chapters when nothing (or more than one) matches.
+    """
+    path = Path(spec)
+    if path.suffix == ".ipynb" or path.exists():
+        if not path.is_file():
+            raise FileNotFoundError(f"slides: no notebook at {spec!r}")
+        return path
+    folder = folder or notebooks_dir()
+    chapters = sorted(folder.glob("*.ipynb"))
+    key = spec.zfill(2) if spec.isdigit() else spec
+    matches = [p for p in chapters if p.stem == key]
+    matches = matches or [p for p in chapters if p.stem.startswith(key)]
+    matches = matches or [p for p in chapters if key.lower() in p.stem.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    names = ", ".join(p.stem for p in chapters) or "(none)"
+    if not matches:
+        raise FileNotFoundError(f"slides: no chapter matches {spec!r} in {folder}; have: {names}")
+    raise FileNotFoundError(
+        f"slides: {spec!r} is ambiguous, it matches {', '.join(p.stem for p in matches)}; "
+        "give more of the name"
+    )
+
+
+# --- exporting -----------------------------------------------------------------------------
+
+
+def count_slides(nb) -> tuple[int, int]:
+    """(slides, subslides) the way reveal.js will show them, from the cells' metadata.
+
+    The first visible cell always opens a slide; every slide opens its first subslide.
+    """
+    slides = subslides = 0
+    started = False
+    for cell in nb.cells:
+        kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-")
+        if not started:
+            if kind in ("notes", "skip"):
+                continue
+            kind, started = "slide", True
+        if kind == "slide":
+            slides += 1
+            subslides += 1
+        elif kind == "subslide":
+            subslides += 1
+    return slides, subslides
+
+
+def _prefer_static_widget_views(nb):
+    """A copy of ``nb`` whose widget outputs keep only their static fallback (text/html...)."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_VIEW in data and len(data) > 1:
+                del data[WIDGET_VIEW]
+    nb.metadata.pop("widgets", None)
+    return nb
+
+
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script>", re.S | re.I)
+_REMOTE_LINK = re.compile(r"<link\b[^>]*href=\"https?://[^\"]*\"[^>]*>", re.I)
+
+_OFFLINE_CSS = """
+html, body { margin: 0; height: 100%; background: #fff; }
+.reveal .slides > section, .reveal .slides > section > section { display: none; }
+.reveal .slides > section.present, .reveal .slides section.present { display: block; }
+.reveal .slides section { max-width: 1100px; margin: 0 auto; padding: 24px 40px 64px; }
+.reveal .fragment.hidden-fragment { visibility: hidden; }
+.reveal aside.notes { display: none; }
+body.show-notes aside.notes { display: block; border-left: 4px solid #e0a000;
+  background: #fff8e1; padding: 4px 12px; margin-top: 16px; }
+#offline-counter { position: fixed; right: 16px; bottom: 12px; font: 16px sans-serif;
+  color: #666; }
+"""
+
+# A minimal navigator standing in for reveal.js: one subslide at a time, fragments in turn.
+_OFFLINE_JS = """
+(function () {
+  var leaves = [];
+  document.querySelectorAll('.reveal .slides > section').forEach(function (slide) {
+    var inner = slide.querySelectorAll(':scope > section');
+    if (inner.length) { inner.forEach(function (s) { leaves.push(s); }); }
+    else { leaves.push(slide); }
+  });
+  var current = 0, shown = 0;
+  var counter = document.createElement('div');
+  counter.id = 'offline-counter';
+  document.body.appendChild(counter);
+  function fragments() { return leaves[current].querySelectorAll('.fragment'); }
+  function render() {
+    document.querySelectorAll('.reveal section.present').forEach(function (s) {
+      s.classList.remove('present');
+    });
+    var leaf = leaves[current];
+    leaf.classList.add('present');
+    if (leaf.parentElement.tagName === 'SECTION') { leaf.parentElement.classList.add('present'); }
+    fragments().forEach(function (f, i) { f.classList.toggle('hidden-fragment', i >= shown); });
+    counter.textContent = (current + 1) + ' / ' + leaves.length;
+    history.replaceState(null, '', '#/' + (current + 1));
+    window.scrollTo(0, 0);
+  }
+  function next() {
+    if (shown < fragments().length) { shown += 1; }
+    else if (current < leaves.length - 1) { current += 1; shown = 0; }
+    render();
+  }
+  function prev() {
+    if (shown > 0) { shown -= 1; }
+    else if (current > 0) { current -= 1; shown = fragments().length; }
+    render();
+  }
+  document.addEventListener('keydown', function (e) {
+    if (['ArrowRight', 'ArrowDown', 'PageDown', ' '].indexOf(e.key) >= 0) { next(); }
+    else if (['ArrowLeft', 'ArrowUp', 'PageUp'].indexOf(e.key) >= 0) { prev(); }
+    else if (e.key === 'Home') { current = 0; shown = 0; render(); }
+    else if (e.key === 'End') { current = leaves.length - 1; shown = 0; render(); }
+    else if (e.key === 'n' || e.key === 'N') { document.body.classList.toggle('show-notes'); }
+    else { return; }
+    e.preventDefault();
+  });
+  var m = /^#\\/(\\d+)/.exec(location.hash);
+  if (m) { current = Math.min(Math.max(parseInt(m[1], 10) - 1, 0), leaves.length - 1); }
+  render();
+})();
+"""
+
+
+def make_offline(html: str) -> str:
+    """Strip everything the page would fetch from the network; add the built-in navigator."""
+    html = _SCRIPT.sub("", html)
+    html = _REMOTE_LINK.sub("", html)
+    html = html.replace("</head>", f"<style>{_OFFLINE_CSS}</style>\n</head>", 1)
+    return html.replace("</body>", f"<script>{_OFFLINE_JS}</script>\n</body>", 1)
+
+
+def export_slides(
+    notebook: Path, out_dir: Path | None = None, *, offline: bool = False, reveal_prefix=None
+) -> Path:
+    """Write ``<out_dir>/<name>.slides.html`` for ``notebook`` and return its path."""
+    import nbformat
+    from nbconvert import SlidesExporter
+
+    notebook = Path(notebook)
+    nb = nbformat.read(notebook, as_version=4)
+    if offline:
+        nb = _prefer_static_widget_views(nb)
+    exporter = SlidesExporter()
+    if reveal_prefix:
+        exporter.reveal_url_prefix = reveal_prefix
+    exporter.reveal_number = "c/t"
+    html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
+    if offline:
+        html = make_offline(html)
+    out_dir = Path(out_dir) if out_dir else notebook.parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / f"{notebook.stem}.slides.html"
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+# --- command line --------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """``autodiff-lab slides``: export, print where the file went and how many slides."""
+    import nbformat
+
+    try:
+        notebook = find_chapter(args.chapter)
+    except FileNotFoundError as e:
+        print(e, file=sys.stderr)
+        return 2
+    target = export_slides(
+        notebook, args.out, offline=args.offline, reveal_prefix=args.reveal_prefix
+    )
+    slides, subslides = count_slides(nbformat.read(notebook, as_version=4))
+    mode = "offline, no network needed" if args.offline else "loads reveal.js etc. from CDNs"
+    print(f"wrote {target} ({slides} slides, {subslides} subslides; {mode})")
+    return 0
+
+
+def register(subparsers) -> argparse.ArgumentParser:
+    """Add the ``slides`` sub-command to the ``autodiff-lab`` parser."""
+    parser = subparsers.add_parser(
+        "slides",
+        help=HELP,
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("chapter", metavar="CHAPTER", help='notebook path or chapter ("03")')
+    parser.add_argument(
+        "--out", metavar="DIR", type=Path, default=None,
+        help="folder for the .slides.html file (default: next to the notebook)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--offline", action="store_true",
+        help="self-contained page: no CDN, built-in navigator, static widgets, raw LaTeX",
+    )  # fmt: skip
+    parser.add_argument(
+        "--reveal-prefix", metavar="URL", default=None,
+        help="where reveal.js lives (default: unpkg CDN); e.g. a local copy's folder",
+    )  # fmt: skip
+    parser.set_defaults(run=run)
+    return parser
