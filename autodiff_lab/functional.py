@@ -14,6 +14,19 @@ Numbers become :class:`Value` leaves and arrays :class:`Tensor` leaves; results 
 as plain floats and ndarrays. Handed graph values instead (as when one transformation is
 applied to another, ``grad(grad(f))``), they differentiate those values in place and return
 graph values, so the result can be differentiated again.
+
+Transformations compose in any order, to any depth:
+
+- reverse over reverse, ``grad(grad(f))``, ``jacrev(jacrev(f))``: the inner one, handed
+  graph values, records its backward pass as a graph (``create_graph``) that the outer one
+  differentiates;
+- forward over reverse, ``jacfwd(jacrev(f))``, ``jvp(grad(f), ...)``: the inner one,
+  handed :class:`Dual` numbers, runs on graph leaves holding their primals and then
+  replays its recorded result with the duals put back (:func:`autodiff_lab.tangents.replay`);
+- forward over forward, ``jacfwd(jacfwd(f))``: duals inside duals, kept apart by tags.
+
+Second derivatives: :func:`hessian` (``mode="fwd-rev"`` or ``"rev-rev"``) and :func:`hvp`,
+a Hessian-vector product without forming the Hessian.
 """
 
 from __future__ import annotations
@@ -25,6 +38,7 @@ import numpy as np
 
 from . import graph
 from .dual import Dual, new_tag
+from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
 
@@ -81,15 +95,49 @@ def _pull_back(out, leaves, seed, create_graph: bool):
     return grads
 
 
+def _has_dual(args) -> bool:
+    return any(isinstance(a, Dual) for a in args)
+
+
+def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
+    """Forward mode over a reverse-mode transformation: ``transformed(*args)`` with duals.
+
+    Each :class:`Dual` argument is swapped for a graph leaf holding its (innermost)
+    primal, and the differentiated arguments become leaves too, so ``transformed`` runs
+    in nested mode and returns its result as a graph. Replaying that graph with the duals
+    put back pushes their tangents through it: the result holds duals whose tangents are
+    the derivative of the transformation's output (e.g. ``H v`` when ``transformed`` is a
+    gradient).
+    """
+    args = list(args)
+    substitutions = {}
+    for i, a in enumerate(args):
+        if isinstance(a, Dual):
+            leaf = _leaf(_inner_primal(a))
+            substitutions[leaf] = a
+            args[i] = leaf
+        elif i in differentiated:
+            args[i] = _leaf(a)
+    return replay(transformed(*args), substitutions)
+
+
+def _inner_primal(x):
+    while isinstance(x, Dual):
+        x = x.primal
+    return x
+
+
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """Like :func:`grad`, but the new function returns ``(f(x), grad)``."""
 
     def value_and_grad_f(*args):
         nums = _argnums(argnums, len(args))
+        if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
+            return _through_duals(value_and_grad_f, args, nums)
         args = list(args)
         nested = any(_is_node(args[i]) for i in nums)
         leaves = [_leaf(args[i]) for i in nums]
-        for i, leaf in zip(nums, leaves):
+        for i, leaf in zip(nums, leaves, strict=True):
             args[i] = leaf
         out = f(*args)
         if _is_node(out):
@@ -140,6 +188,8 @@ def vjp(f: Callable, *primals):
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
     per primal. It can be called many times: the graph is recorded once.
     """
+    if _has_dual(primals):
+        return _vjp_through_duals(f, primals)
     nested = any(_is_node(p) for p in primals)
     leaves = [_leaf(p) for p in primals]
     out = f(*leaves)
@@ -163,6 +213,30 @@ def vjp(f: Callable, *primals):
     return (out if nested else _raw(out)), vjp_fn
 
 
+def _vjp_through_duals(f: Callable, primals):
+    """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
+    leaves = [_leaf(_inner_primal(p)) for p in primals]
+    pairs = zip(leaves, primals, strict=True)
+    substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
+    out, graph_vjp_fn = vjp(f, *leaves)
+    cache = {}  # the forward part is replayed once, shared by every call of vjp_fn
+
+    def vjp_fn(cotangent):
+        subs = dict(substitutions)
+        if isinstance(cotangent, Dual):
+            seed = _leaf(_inner_primal(cotangent), scalar_as_value=isinstance(out, Value))
+            subs[seed] = cotangent
+        else:
+            seed = (
+                cotangent
+                if _is_node(cotangent) or isinstance(out, Value)
+                else Tensor(np.asarray(cotangent, dtype=out.dtype))
+            )
+        return replay(graph_vjp_fn(seed), subs, cache)
+
+    return replay(out, substitutions, cache), vjp_fn
+
+
 def _tangent_of(out, tag):
     if isinstance(out, Dual) and out.tag == tag:
         return out.primal, out.tangent
@@ -181,55 +255,79 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     if len(primals) != len(tangents):
         raise ValueError(f"jvp: {len(primals)} primals but {len(tangents)} tangents")
     tag = new_tag()
-    out = f(*(Dual(p, t, tag) for p, t in zip(primals, tangents)))
+    out = f(*(Dual(p, t, tag) for p, t in zip(primals, tangents, strict=True)))
     if isinstance(out, tuple | list):
         pairs = [_tangent_of(o, tag) for o in out]
         return type(out)(p for p, _ in pairs), type(out)(t for _, t in pairs)
     return _tangent_of(out, tag)
 
 
+def _stack_last(columns):
+    """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
+    if any(_is_node(c) for c in columns):
+        return stack([c if _is_node(c) else Tensor(c) for c in columns], axis=-1)
+    return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
+
+
 def jacfwd(f: Callable, argnums: int = 0) -> Callable:
     """The Jacobian by forward mode: one :func:`jvp` per input entry (a column each).
 
-    The result has shape ``out.shape + x.shape``.
+    The result has shape ``out.shape + x.shape``. Cost: ``x.size`` forward passes, so it
+    suits *tall* Jacobians (few inputs, many outputs).
     """
 
     def jacfwd_f(*args):
+        if _has_dual(args):  # forward over forward: replay with the outer duals
+            return _through_duals(jacfwd_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
-        x_arr = np.asarray(_raw(x), dtype=float)
+        if not _is_node(x):
+            x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+        x_shape = np.shape(_raw(x))
+        n = int(np.prod(x_shape, dtype=np.int64))
+
+        def f_of_x(xd):
+            return f(*args[:argnums], xd, *args[argnums + 1 :])
+
+        if not x_shape:  # a scalar input: the Jacobian is the one column
+            out, col = jvp(f_of_x, (x,), (1.0,))
+            return col if _is_node(col) else np.asarray(col, dtype=float)[()]
         columns = []
-        for j in range(x_arr.size):
-            e = np.zeros(x_arr.size)
+        for j in range(n):
+            e = np.zeros(n)
             e[j] = 1.0
-            e = e.reshape(x_arr.shape) if x_arr.shape else float(e[0])
-            primal = x_arr if x_arr.shape else float(x_arr)
-
-            def f_of_x(xd):
-                return f(*args[:argnums], xd, *args[argnums + 1 :])
-
-            out, col = jvp(f_of_x, (primal,), (e,))
-            columns.append(np.asarray(_raw(col), dtype=float))
+            out, col = jvp(f_of_x, (x,), (e.reshape(x_shape),))
+            columns.append(col)
+        if not columns:
+            out = f_of_x(x)
+            return np.zeros(np.shape(_raw(out)) + x_shape)
         out_shape = np.shape(_raw(out))
-        jac = np.stack(columns, axis=-1) if columns else np.zeros(out_shape + (0,))
-        return jac.reshape(out_shape + x_arr.shape)
+        jac = _stack_last(columns)
+        return jac.reshape(out_shape + x_shape)
 
+    jacfwd_f.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
     return jacfwd_f
 
 
 def jacrev(f: Callable, argnums: int = 0) -> Callable:
     """The Jacobian by reverse mode: one backward pass per output entry (a row each).
 
-    The result has shape ``out.shape + x.shape``.
+    The result has shape ``out.shape + x.shape``. Cost: ``out.size`` backward passes, so
+    it suits *wide* Jacobians (many inputs, few outputs) — a gradient is one row.
     """
 
     def jacrev_f(*args):
+        if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
+            return _through_duals(jacrev_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
         nested = _is_node(x)
         leaf = x if nested else Tensor(np.asarray(x, dtype=float), requires_grad=True)
         args[argnums] = leaf
         out = f(*args)
+        if isinstance(out, Value):  # scalar engine: one row, the gradient
+            (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
+            return row if nested else float(_raw(row))
         if not isinstance(out, Tensor):
             out = Tensor(_raw(out)) if not nested or not _is_node(out) else out
         rows = []
@@ -239,17 +337,65 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
             seed = seed.reshape(out.shape)
             (row,) = _pull_back(out, [leaf], Tensor(seed) if nested else seed, nested)
             rows.append(row)
+        leaf_shape = np.shape(_raw(leaf))
         if nested:
             if not rows:
-                return Tensor(np.zeros(out.shape + leaf.shape))
-            return stack(rows).reshape(out.shape + leaf.shape)
+                return Tensor(np.zeros(out.shape + leaf_shape))
+            return stack([r if _is_node(r) else Tensor(r) for r in rows]).reshape(
+                out.shape + leaf_shape
+            )
         if not rows:
-            return np.zeros(out.shape + leaf.shape)
-        return np.stack(rows).reshape(out.shape + leaf.shape)
+            return np.zeros(out.shape + leaf_shape)
+        return np.stack(rows).reshape(out.shape + leaf_shape)
 
+    jacrev_f.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
     return jacrev_f
 
 
-def hessian(f: Callable, argnums: int = 0) -> Callable:
-    """The matrix of second derivatives of a scalar ``f``, by reverse-over-reverse."""
-    return jacrev(jacrev(f, argnums), argnums)
+HESSIAN_MODES = ("fwd-rev", "rev-rev")
+
+
+def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
+    """The matrix of second derivatives of a scalar ``f``: shape ``x.shape + x.shape``.
+
+    ``mode="fwd-rev"`` (the default, as in JAX and ``torch.func``): ``jacfwd(jacrev(f))``,
+    the gradient's graph is recorded once per column and replayed with dual numbers.
+    ``mode="rev-rev"``: ``jacrev(jacrev(f))``, one backward pass through the gradient's
+    graph per row. Both give the same matrix; forward-over-reverse is usually cheaper.
+    """
+    if mode == "fwd-rev":
+        return jacfwd(jacrev(f, argnums), argnums)
+    if mode == "rev-rev":
+        return jacrev(jacrev(f, argnums), argnums)
+    raise ValueError(f"hessian: mode must be one of {HESSIAN_MODES}, got {mode!r}")
+
+
+def hvp(f: Callable, x, v, mode: str = "fwd-rev"):
+    """The Hessian-vector product ``H(x) · v`` of a scalar ``f``, without forming ``H``.
+
+    ``mode="fwd-rev"``: ``jvp(grad(f), x, v)``, the directional derivative of the gradient
+    along ``v`` (one recorded backward pass, replayed once with ``x + v ε``).
+    ``mode="rev-rev"``: ``grad(x -> grad(f)(x) · v)``, a second backward pass.
+    Either way the cost is a small constant times one evaluation of ``f``, whatever the
+    size of ``x``; forming ``H`` first would take ``x.size`` passes.
+    """
+    if not _is_node(x) and not isinstance(x, Dual):
+        x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+    v_raw = _raw(v)
+    if np.shape(v_raw) != np.shape(_raw(_inner_primal(x))):
+        raise ValueError(
+            f"hvp: v has shape {np.shape(v_raw)}, but x has shape "
+            f"{np.shape(_raw(_inner_primal(x)))}; they must match"
+        )
+    if mode == "fwd-rev":
+        if not _is_node(v) and not isinstance(v, Dual):
+            v = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
+        return jvp(grad(f), (x,), (v,))[1]
+    if mode == "rev-rev":
+
+        def gradient_along_v(x):
+            g = grad(f)(x)
+            return g * v if not np.shape(v_raw) else (g * v).sum()
+
+        return grad(gradient_along_v)(x)
+    raise ValueError(f"hvp: mode must be one of {HESSIAN_MODES}, got {mode!r}")

@@ -32,7 +32,7 @@ def _is_traced(x) -> bool:
 
 def _stable_sigmoid(x):
     """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
-    if isinstance(x, float | int):
+    if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
         if x >= 0:
             return 1.0 / (1.0 + math.exp(-x))
         e = math.exp(x)
