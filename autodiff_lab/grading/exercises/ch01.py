@@ -1,0 +1,433 @@
+"""Chapter 01 exercises: forward mode (dual numbers, jvp, a Jacobian column).
+
+A dual number is handed to the student's code as a pair ``(primal, tangent)``; answers
+may return a pair or a :class:`~autodiff_lab.Dual`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import ops
+from ..spec import Case, Exercise, Mistake
+from ._common import as_array, close, detector, number
+
+__all__ = ["EXERCISES", "JACOBIAN_FUNCTIONS"]
+
+
+def _pair(out) -> list[float]:
+    """``[primal, tangent]`` from a pair or a Dual."""
+    if hasattr(out, "primal") and hasattr(out, "tangent"):
+        return [number(out.primal), number(out.tangent)]
+    primal, tangent = out
+    return [number(primal), number(tangent)]
+
+
+def _r(rng, lo=-3.0, hi=3.0) -> float:
+    return round(float(rng.uniform(lo, hi)), 4)
+
+
+# --- 1.1 the product of two dual numbers ----------------------------------------------
+
+
+def _mul_cases(rng):
+    cases = []
+    for _ in range(5):
+        a, da, b, db = (_r(rng) for _ in range(4))
+        cases.append(Case(f"random a={a}, da={da}, b={b}, db={db}", (a, da, b, db)))
+    cases += [
+        Case("edge: only a moves (db = 0)", (2.0, 1.0, 3.0, 0.0)),
+        Case("edge: both move, values 0", (0.0, 1.5, 0.0, -2.0)),
+        Case("edge: a·a (same dual twice)", (1.5, 1.0, 1.5, 1.0)),
+    ]
+    return cases
+
+
+def _mul_run(answer, inputs):
+    a, da, b, db = inputs
+    return _pair(answer((a, da), (b, db)))
+
+
+def _mul_reference(inputs):
+    a, da, b, db = inputs
+    return [a * b, a * db + da * b]
+
+
+MUL = Exercise(
+    id="1.1",
+    title="Multiply two dual numbers",
+    task="dual_mul(x, y): x, y are (primal, tangent) pairs; return the pair for x*y",
+    answer="dual_mul",
+    cases=_mul_cases,
+    run=_mul_run,
+    reference=_mul_reference,
+    mistakes=(
+        Mistake(
+            "The tangent part multiplied the two tangents. Expand (a + da·ε)(b + db·ε) and "
+            "use ε² = 0: the ε term is a·db + da·b.",
+            detector(
+                lambda got, exp, case: math.isclose(got[1], case.inputs[1] * case.inputs[3])
+                and not math.isclose(got[1], exp[1])
+            ),
+        ),
+        Mistake(
+            "Only one term of the product rule is there: the tangent of a·b needs both "
+            "a·db and da·b.",
+            detector(
+                lambda got, exp, case: not math.isclose(got[1], exp[1])
+                and (
+                    math.isclose(got[1], case.inputs[0] * case.inputs[3])
+                    or math.isclose(got[1], case.inputs[1] * case.inputs[2])
+                )
+            ),
+        ),
+        Mistake(
+            "The primal (first) part should be the ordinary product a·b.",
+            detector(lambda got, exp, case: not math.isclose(got[0], exp[0], abs_tol=1e-12)),
+        ),
+    ),
+    nudges=(
+        "Write (a + da·ε)(b + db·ε), multiply out, and drop every ε² term.",
+        "Return a pair: (a·b, a·db + da·b).",
+    ),
+)
+
+
+# --- 1.2 sin of a dual number ---------------------------------------------------------
+
+
+def _sin_cases(rng):
+    cases = []
+    for _ in range(5):
+        x, dx = _r(rng, -4, 4), _r(rng)
+        cases.append(Case(f"random x={x}, dx={dx}", (x, dx)))
+    cases += [
+        Case("edge: x = 0, dx = 1", (0.0, 1.0)),
+        Case("edge: x = π (sin x = 0, cos x = -1)", (math.pi, 2.0)),
+        Case("edge: tangent 0 stays 0", (0.7, 0.0)),
+    ]
+    return cases
+
+
+def _sin_run(answer, inputs):
+    return _pair(answer(tuple(inputs)))
+
+
+def _sin_reference(inputs):
+    x, dx = inputs
+    return [math.sin(x), math.cos(x) * dx]
+
+
+SIN = Exercise(
+    id="1.2",
+    title="sin of a dual number",
+    task="dual_sin(x): x is a (primal, tangent) pair; return the pair for sin(x)",
+    answer="dual_sin",
+    cases=_sin_cases,
+    run=_sin_run,
+    reference=_sin_reference,
+    mistakes=(
+        Mistake(
+            "The tangent is the derivative cos(x) alone: multiply it by the incoming "
+            "tangent dx (chain rule: d sin(u) = cos(u)·du).",
+            detector(
+                lambda got, exp, case: math.isclose(got[1], math.cos(case.inputs[0]))
+                and not math.isclose(got[1], exp[1])
+            ),
+        ),
+        Mistake(
+            "Sign error: d/dx sin x = +cos x (it is cos whose derivative is -sin).",
+            detector(
+                lambda got, exp, case: math.isclose(got[1], -exp[1])
+                and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
+            ),
+        ),
+        Mistake(
+            "The tangent should use cos(x), not sin(x).",
+            detector(
+                lambda got, exp, case: math.isclose(
+                    got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12
+                )
+                and not math.isclose(got[1], exp[1], abs_tol=1e-12)
+            ),
+        ),
+    ),
+    nudges=(
+        "sin(x + dx·ε) = sin(x) + cos(x)·dx·ε.",
+        "Return (math.sin(x), math.cos(x) * dx).",
+    ),
+)
+
+
+# --- 1.3 division of dual numbers -----------------------------------------------------
+
+
+def _div_cases(rng):
+    cases = []
+    for _ in range(5):
+        a, da, db = _r(rng), _r(rng), _r(rng)
+        b = _r(rng, 0.5, 3.0) * (1 if rng.random() < 0.5 else -1)
+        cases.append(Case(f"random a={a}, da={da}, b={b}, db={db}", (a, da, b, db)))
+    cases += [
+        Case("edge: only the denominator moves", (1.0, 0.0, 2.0, 1.0)),
+        Case("edge: numerator 0", (0.0, 1.0, -4.0, 3.0)),
+        Case("edge: x / x", (2.5, 1.0, 2.5, 1.0)),
+    ]
+    return cases
+
+
+def _div_reference(inputs):
+    a, da, b, db = inputs
+    return [a / b, (da * b - a * db) / b**2]
+
+
+def _div_variant(case, tangent):
+    a, da, b, db = case.inputs
+    return tangent(a, da, b, db)
+
+
+DIV = Exercise(
+    id="1.3",
+    title="Divide two dual numbers",
+    task="dual_div(x, y): x, y are (primal, tangent) pairs; return the pair for x/y",
+    answer="dual_div",
+    cases=_div_cases,
+    run=_mul_run,
+    reference=_div_reference,
+    mistakes=(
+        Mistake(
+            "The quotient rule has a minus sign: d(a/b) = (da·b - a·db) / b².",
+            detector(
+                lambda got, exp, case: not math.isclose(got[1], exp[1])
+                and math.isclose(
+                    got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
+                )
+            ),
+        ),
+        Mistake(
+            "The two terms of the numerator are swapped: it is da·b - a·db (numerator's "
+            "tangent first).",
+            detector(
+                lambda got, exp, case: not math.isclose(got[1], exp[1])
+                and math.isclose(
+                    got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
+                )
+            ),
+        ),
+        Mistake(
+            "Divide by b squared, not by b: d(a/b) = (da·b - a·db) / b².",
+            detector(
+                lambda got, exp, case: not math.isclose(got[1], exp[1])
+                and math.isclose(
+                    got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
+                )
+            ),
+        ),
+    ),
+    nudges=(
+        "Write a/b as a · (1/b) and use d(1/b) = -db / b².",
+        "The tangent is (da·b - a·db) / b².",
+    ),
+)
+
+
+# --- 1.4 a jvp by hand -----------------------------------------------------------------
+# f(x, y) = (sin(x·y), x + y²)   J = [[y cos(xy), x cos(xy)], [1, 2y]]
+
+
+def _jvp_cases(rng):
+    cases = []
+    for _ in range(5):
+        x, y, dx, dy = (_r(rng, -2, 2) for _ in range(4))
+        cases.append(Case(f"random x={x}, y={y}, dx={dx}, dy={dy}", (x, y, dx, dy)))
+    cases += [
+        Case("edge: direction e_x (a column of J)", (0.8, -1.3, 1.0, 0.0)),
+        Case("edge: direction e_y", (0.8, -1.3, 0.0, 1.0)),
+        Case("edge: zero direction", (1.1, 0.4, 0.0, 0.0)),
+    ]
+    return cases
+
+
+def _jvp_run(answer, inputs):
+    value, tangent = answer(*inputs)
+    return [[number(v) for v in value], [number(t) for t in tangent]]
+
+
+def _jacobian_xy(x, y):
+    c = math.cos(x * y)
+    return np.array([[y * c, x * c], [1.0, 2 * y]])
+
+
+def _jvp_reference(inputs):
+    x, y, dx, dy = inputs
+    jac = _jacobian_xy(x, y)
+    return [[math.sin(x * y), x + y * y], list(jac @ np.array([dx, dy]))]
+
+
+def _tangent_is(got, case, make) -> bool:
+    x, y, dx, dy = case.inputs
+    return close(got[1], make(x, y, dx, dy)) and not close(got[1], _jvp_reference(case.inputs)[1])
+
+
+JVP = Exercise(
+    id="1.4",
+    title="A jvp by hand",
+    task="jvp_f(x, y, dx, dy): for f(x, y) = (sin(x*y), x + y**2) return (f(x, y), J @ (dx, dy))",
+    answer="jvp_f",
+    cases=_jvp_cases,
+    run=_jvp_run,
+    reference=_jvp_reference,
+    mistakes=(
+        Mistake(
+            "That is Jᵀ·v (a vjp), not J·v: output i's tangent is Σ_j ∂f_i/∂x_j · v_j — "
+            "sum along a row of J.",
+            detector(
+                lambda got, exp, case: _tangent_is(
+                    got, case, lambda x, y, dx, dy: _jacobian_xy(x, y).T @ np.array([dx, dy])
+                )
+            ),
+        ),
+        Mistake(
+            "The tangent ignores dy: both inputs move at once, so add ∂f/∂y·dy to ∂f/∂x·dx.",
+            detector(
+                lambda got, exp, case: case.inputs[3] != 0
+                and _tangent_is(
+                    got, case, lambda x, y, dx, dy: _jacobian_xy(x, y) @ np.array([dx, 0.0])
+                )
+            ),
+        ),
+        Mistake(
+            "Chain rule inside sin: d sin(x·y) = cos(x·y)·(y·dx + x·dy), the inner "
+            "derivative of x·y is y·dx + x·dy, not dx + dy.",
+            detector(
+                lambda got, exp, case: _tangent_is(
+                    got,
+                    case,
+                    lambda x, y, dx, dy: [math.cos(x * y) * (dx + dy), dx + 2 * y * dy],
+                )
+            ),
+        ),
+        Mistake(
+            "The value part should be f(x, y) = (sin(x·y), x + y²) itself.",
+            detector(lambda got, exp, case: not close(got[0], exp[0])),
+        ),
+    ),
+    nudges=(
+        "Push (x + dx·ε, y + dy·ε) through f one operation at a time.",
+        "Tangent of x·y is y·dx + x·dy; tangent of sin(u) is cos(u)·du; tangent of y² is 2y·dy.",
+    ),
+)
+
+
+# --- 1.5 a Jacobian column with one forward pass --------------------------------------
+
+_MIX = np.array([[2.0, -1.0, 0.5, 0.0], [0.0, 1.0, 3.0, -2.0], [1.0, 0.0, -1.0, 4.0],
+                 [0.5, 2.0, 0.0, 1.0]])  # fmt: skip
+
+
+def _scaled_by_sum(x):
+    """f(x) = x · Σx"""
+    return x * ops.sum(x)
+
+
+def _sin_times_first(x):
+    """f(x) = sin(x) · x₀ + x"""
+    return ops.sin(x) * x[0] + x
+
+
+def _mix_then_tanh(x):
+    """f(x) = tanh(M x) for a fixed 4×4 matrix M"""
+    n = ops.shape(x)[0]
+    return ops.tanh(_MIX[:n, :n] @ x)
+
+
+JACOBIAN_FUNCTIONS = {
+    "x * sum(x)": _scaled_by_sum,
+    "sin(x) * x[0] + x": _sin_times_first,
+    "tanh(M @ x)": _mix_then_tanh,
+}
+
+
+def _jacobian(name: str, x: np.ndarray) -> np.ndarray:
+    """The closed-form Jacobian J[i, k] = d f_i / d x_k of each function above."""
+    n = len(x)
+    if name == "x * sum(x)":  # d(x_i s)/dx_k = δ_ik s + x_i
+        return np.eye(n) * x.sum() + np.outer(x, np.ones(n))
+    if name == "sin(x) * x[0] + x":  # δ_ik (cos(x_i) x_0 + 1) + sin(x_i) δ_k0
+        jac = np.diag(np.cos(x) * x[0] + 1.0)
+        jac[:, 0] += np.sin(x)
+        return jac
+    mix = _MIX[:n, :n]  # tanh(Mx): diag(1 - tanh² (Mx)) M
+    return (1 - np.tanh(mix @ x) ** 2)[:, None] * mix
+
+
+def _column_cases(rng):
+    cases = []
+    for name in JACOBIAN_FUNCTIONS:
+        n = int(rng.integers(3, 5))
+        x = [_r(rng, -1.5, 1.5) for _ in range(n)]
+        j = int(rng.integers(0, n))
+        cases.append(Case(f"random f(x) = {name}, n = {n}, column {j}", (name, x, j)))
+    cases += [
+        Case("edge: first column", ("tanh(M @ x)", [0.3, -0.2, 0.9, 1.1], 0)),
+        Case("edge: last column", ("x * sum(x)", [1.0, -2.0, 0.5], 2)),
+        Case("edge: one input", ("sin(x) * x[0] + x", [0.4], 0)),
+    ]
+    return cases
+
+
+def _column_run(answer, inputs):
+    name, x, j = inputs
+    column = answer(JACOBIAN_FUNCTIONS[name], np.asarray(x, dtype=np.float64), j)
+    return as_array(column)
+
+
+def _column_reference(inputs):
+    name, x, j = inputs
+    return _jacobian(name, np.asarray(x, dtype=np.float64))[:, j]
+
+
+def _column_is(got, case, pick) -> bool:
+    name, x, j = case.inputs
+    jac = _jacobian(name, np.asarray(x, dtype=np.float64))
+    return close(got, pick(jac, j)) and not close(got, jac[:, j])
+
+
+COLUMN = Exercise(
+    id="1.5",
+    title="A Jacobian column in one forward pass",
+    task="jacobian_column(f, x, j): column j of f's Jacobian at x from one forward pass with Dual",
+    answer="jacobian_column",
+    cases=_column_cases,
+    run=_column_run,
+    reference=_column_reference,
+    mistakes=(
+        Mistake(
+            "That is row j (d f_j / d every x), not column j. One forward pass gives the "
+            "derivative of every output along one input: seed the tangent with e_j.",
+            detector(lambda got, exp, case: _column_is(got, case, lambda jac, j: jac[j, :])),
+        ),
+        Mistake(
+            "A tangent of all ones moves every input at once and gives the sum of all "
+            "columns. Seed the tangent with e_j (1 at position j, 0 elsewhere).",
+            detector(lambda got, exp, case: _column_is(got, case, lambda jac, j: jac.sum(axis=1))),
+        ),
+        Mistake(
+            "Return the output's tangent, not its primal (the value of f).",
+            detector(
+                lambda got, exp, case: close(
+                    got, JACOBIAN_FUNCTIONS[case.inputs[0]](np.asarray(case.inputs[1], float))
+                )
+            ),
+        ),
+    ),
+    nudges=(
+        "Build Dual(x, tangent) with a one-hot tangent and call f once.",
+        "tangent = np.zeros_like(x); tangent[j] = 1.0; return f(Dual(x, tangent)).tangent",
+    ),
+)
+
+
+EXERCISES: list[Exercise] = [MUL, SIN, DIV, JVP, COLUMN]

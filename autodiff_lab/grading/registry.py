@@ -1,0 +1,109 @@
+"""Where exercises are found: ``get("3.2")`` and ``all_exercises()``.
+
+The course's exercises live in ``autodiff_lab/grading/exercises/chNN.py`` (each defines
+``EXERCISES``) and are imported on first use. Extra modules — a lecturer's own exercises,
+or a test's purpose-made one — can be added with :func:`load_module` or listed (file paths
+or module names, separated by ``os.pathsep``) in the environment variable
+``AUTODIFF_LAB_EXERCISE_MODULES``, which the grader also passes to the student's process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import pkgutil
+import sys
+from pathlib import Path
+
+from .spec import Exercise
+
+ENV_EXTRA_MODULES = "AUTODIFF_LAB_EXERCISE_MODULES"
+
+_exercises: dict[str, Exercise] = {}
+_loaded_modules: dict[str, list[Exercise]] = {}  # module name or path -> its exercises
+_course_loaded = False
+
+
+def register(exercise: Exercise, *, replace: bool = False) -> Exercise:
+    """Add one exercise; a second exercise with the same id is an error unless ``replace``."""
+    if not isinstance(exercise, Exercise):
+        raise TypeError(f"register() takes an Exercise, got {type(exercise).__name__}")
+    _check_id(exercise.id)
+    old = _exercises.get(exercise.id)
+    if old is not None and old is not exercise and not replace:
+        raise ValueError(
+            f"exercise {exercise.id} is defined twice: {old.title!r} and {exercise.title!r}"
+        )
+    _exercises[exercise.id] = exercise
+    return exercise
+
+
+def load_module(name_or_path: str) -> list[Exercise]:
+    """Import a module (dotted name or ``.py`` path) and register its ``EXERCISES``."""
+    if name_or_path in _loaded_modules:
+        return list(_loaded_modules[name_or_path])
+    if name_or_path.endswith(".py") or os.sep in name_or_path:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"exercise module {name_or_path!r} does not exist")
+        mod_name = f"_autodiff_lab_extra_{abs(hash(str(path.resolve())))}"
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(name_or_path)
+    exercises = getattr(module, "EXERCISES", None)
+    if not isinstance(exercises, (list, tuple)):
+        raise TypeError(f"exercise module {name_or_path!r} must define EXERCISES = [Exercise, ...]")
+    for exercise in exercises:
+        register(exercise)
+    _loaded_modules[name_or_path] = list(exercises)
+    return list(exercises)
+
+
+def extra_modules() -> list[str]:
+    """The extra modules loaded so far (the grader hands these to the student's process)."""
+    return [m for m in _loaded_modules if not m.startswith(f"{__package__}.exercises.")]
+
+
+def _load_course() -> None:
+    """Import every ``exercises/chNN.py`` and the modules named in the environment, once."""
+    global _course_loaded
+    if _course_loaded:
+        return
+    _course_loaded = True
+    from . import exercises as package
+
+    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name[:2] == "ch")
+    for name in names:
+        full = f"{package.__name__}.{name}"
+        try:
+            load_module(full)
+        except Exception as exc:  # say which file is broken instead of a bare traceback
+            raise ImportError(f"exercise module {full} failed to load: {exc}") from exc
+    for entry in filter(None, os.environ.get(ENV_EXTRA_MODULES, "").split(os.pathsep)):
+        load_module(entry)
+
+
+def get(exercise_id: str) -> Exercise:
+    """The exercise with this id, e.g. ``get("3.2")``."""
+    _load_course()
+    try:
+        return _exercises[str(exercise_id)]
+    except KeyError:
+        known = ", ".join(e.id for e in all_exercises()) or "none yet"
+        raise KeyError(f"no exercise {exercise_id!r} (known exercises: {known})") from None
+
+
+def all_exercises() -> list[Exercise]:
+    """Every registered exercise, in numeric id order (3.2 before 3.10)."""
+    _load_course()
+    return sorted(_exercises.values(), key=lambda e: e.sort_key)
+
+
+def _check_id(exercise_id: str) -> None:
+    parts = str(exercise_id).split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"exercise id must look like '3.2' (chapter.number), got {exercise_id!r}")
