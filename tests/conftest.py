@@ -1,0 +1,48 @@
+"""Shared pytest setup for the whole test suite.
+
+- Hypothesis profiles: ``default`` (25 examples, no deadline: the machine is shared, so
+  wall-clock deadlines would only make tests flaky) and ``thorough`` (300 examples), chosen
+  with the environment variable ``HYPOTHESIS_PROFILE=thorough``.
+- ``torch``: PyTorch as the reference oracle, in float64 with one thread. Tests that use
+  it are skipped (not failed) where PyTorch is not installed.
+- ``rng``: a seeded numpy random generator, fresh for each test.
+- The ``slow`` marker for the few tests that take seconds (``pytest -m "not slow"`` skips
+  them while iterating).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default",
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile("thorough", max_examples=300, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: takes seconds (deselect with -m 'not slow')")
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """PyTorch configured as a float64, single-threaded reference implementation."""
+    torch = pytest.importorskip("torch")
+    torch.set_default_dtype(torch.float64)
+    torch.set_num_threads(1)
+    return torch
+
+
+@pytest.fixture
+def rng():
+    """A numpy random generator with a fixed seed (tests are reproducible)."""
+    return np.random.default_rng(20261130)
