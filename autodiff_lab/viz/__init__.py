@@ -1,0 +1,48 @@
+"""Pictures of the graph and of the gradients flowing through it.
+
+- :func:`draw_graph` — the recorded graph of a ``Value`` or ``Tensor`` as SVG.
+- :class:`BackwardStepper` — ``backward()`` one node at a time (reverse mode).
+- :class:`ForwardStepper` — tangents pushed forward one node at a time (forward mode).
+- :class:`FiniteDifferenceExplorer` — finite-difference error vs step size h.
+- :class:`CostExplorer` — measured cost of forward vs reverse mode as inputs/outputs grow.
+- :class:`TrainingDashboard` — live training curves (in :mod:`autodiff_lab.viz.dashboard`).
+
+Every widget also shows a static picture where no kernel runs (GitHub, nbviewer, HTML).
+"""
+
+from __future__ import annotations
+
+from .drawing import GraphDrawing, draw_graph
+from .render import render_svg, renderer_name
+
+__all__ = [
+    "draw_graph", "GraphDrawing", "render_svg", "renderer_name",
+    "BackwardStepper", "ForwardStepper", "FiniteDifferenceExplorer", "CostExplorer",
+    "TrainingDashboard",
+]  # fmt: skip
+
+_LAZY = {
+    "BackwardStepper": ".steppers",
+    "ForwardStepper": ".steppers",
+    "FiniteDifferenceExplorer": ".explorers",
+    "CostExplorer": ".explorers",
+    "TrainingDashboard": ".dashboard",
+}
+
+
+def __getattr__(name: str):
+    """Import the widgets on first use (ipywidgets and matplotlib load only when needed)."""
+    if name in _LAZY:
+        import importlib
+
+        try:
+            module = importlib.import_module(_LAZY[name], __name__)
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}{_LAZY[name]}":
+                raise AttributeError(
+                    f"autodiff_lab.viz.{name} is not available yet "
+                    f"({_LAZY[name][1:]}.py is missing)"
+                ) from None
+            raise
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,460 @@
+"""Draw a recorded computation graph: a box per value, a circle per operation.
+
+``draw_graph(loss)`` walks the graph with the engine's own
+:func:`~autodiff_lab.graph.topological_order` (the walk ``backward()`` uses) and returns a
+:class:`GraphDrawing` that Jupyter shows as SVG. Values flow left to right: inputs on the
+left, the output on the right. Each value box shows its label, its data and its gradient
+(tensors: shape, dtype and a short summary). The drawing is deterministic: the same graph
+gives the same DOT text and the same picture every run.
+
+Big graphs (an MLP on the scalar engine has thousands of nodes) are cut to a *node
+budget*: the ``max_nodes`` values nearest the output are drawn and everything earlier is
+collapsed into one grey box, with a note saying how many nodes of which kind it hides.
+
+Colours come from the Okabe–Ito palette (distinguishable with every common colour-vision
+deficiency); every shape has an explicit fill on a white background, so the picture reads
+the same in JupyterLab's light and dark themes and on a projector (``large=True``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import graphviz
+import numpy as np
+
+from ..graph import topological_order
+from . import render
+
+# Okabe–Ito colours (strong, for borders) and light tints of them (for fills).
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+    "black": "#000000",
+}
+FILL_INPUT = "#DCEFFB"  # sky blue tint: leaves (inputs, parameters)
+FILL_OUTPUT = "#FBE6B8"  # orange tint: the value the graph was drawn from
+FILL_VALUE = "#FFFFFF"  # intermediate values
+FILL_OP = "#FFF9D6"  # yellow tint: operations
+FILL_ACTIVE = "#F6C9A8"  # vermillion tint: the node whose rule runs now
+FILL_PENDING = "#F0F0F0"  # grey: not reached yet
+FILL_COLLAPSED = "#E6E6E6"
+INK = "#1A1A1A"
+INK_PENDING = "#8C8C8C"
+#: Graphviz estimates text widths from Arial's metrics (no font files are needed); browsers
+#: draw it with Arial or a metric-compatible font (Liberation Sans), so text fits its box.
+FONT = "Arial"
+
+#: Node styles the steppers use. ``normal``: as in a plain drawing; ``active``: the node
+#: being processed; ``touched``: received a contribution at this step; ``done``: finished;
+#: ``pending``: not reached yet (greyed out).
+NODE_STATES = ("normal", "active", "touched", "done", "pending")
+
+_OP_TEXT = {"*": "×", "/": "÷", "-": "−", "neg": "−x", "pow_const": "**"}
+_RECORD_SPECIALS = str.maketrans({c: "\\" + c for c in "{}|<>"})
+
+
+def fmt_number(x) -> str:
+    """A number as the drawings print it: 4 decimals, or scientific when tiny or huge."""
+    x = float(x)
+    if x == 0:
+        return "0.0000"  # also turns -0.0 into 0
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    if abs(x) >= 1e5 or abs(x) < 1e-3:
+        return f"{x:.3e}"
+    return f"{x:.4f}"
+
+
+def summarize(x) -> str:
+    """A short text for a number or an array (all entries when there are at most 4)."""
+    if x is None:
+        return "None"
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        return fmt_number(arr)
+    if arr.size == 0:
+        return "[]"
+    if arr.size <= 4:
+        return "[" + ", ".join(fmt_number(v) for v in arr.ravel()) + "]"
+    return (
+        f"mean {fmt_number(arr.mean())}, range [{fmt_number(arr.min())}, {fmt_number(arr.max())}]"
+    )
+
+
+def escape_record(text: str) -> str:
+    """Escape the characters that structure a Graphviz record label."""
+    return text.translate(_RECORD_SPECIALS)
+
+
+def is_graph_node(x) -> bool:
+    """True for a value of a recorded graph (a ``Value`` or a ``Tensor``)."""
+    return hasattr(x, "_prev") and hasattr(x, "_fn") and hasattr(x, "data")
+
+
+def is_tensor(node) -> bool:
+    return isinstance(getattr(node, "data", None), np.ndarray)
+
+
+def op_text(node) -> str:
+    """The text in an operation's circle: its symbol, plus its parameters (axis, shape…)."""
+    fn = node._fn
+    ctx = node._ctx or {}
+    if fn.name == "pow_const":
+        return f"**{ctx['exponent']:g}"
+    text = _OP_TEXT.get(fn.symbol, _OP_TEXT.get(fn.name, fn.symbol))
+    shown = {k: v for k, v in ctx.items() if k in ("axis", "shape", "axes") and v is not None}
+    if shown:
+        text += "(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
+    if fn.name == "getitem":
+        text = f"[{_short(ctx.get('index'))}]"
+    return text
+
+
+def _short(obj, limit: int = 16) -> str:
+    text = repr(obj) if not isinstance(obj, np.ndarray) else f"array{obj.shape}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def combined_order(roots: Iterable) -> list:
+    """Topological order of everything the roots depend on (each root's walk, merged)."""
+    seen: set = set()
+    order = []
+    for root in roots:
+        for node in topological_order(root):
+            if node not in seen:
+                seen.add(node)
+                order.append(node)
+    return order
+
+
+class GraphView:
+    """The part of a graph that is drawn, and how to write it as DOT.
+
+    Chooses the nodes once (all of them, or the ``max_nodes`` nearest the roots) and
+    numbers them in topological order, so a stepper can redraw the same picture with
+    different highlights at every step. Each value ``i`` is DOT node ``v{i}``, its operation
+    ``o{i}``; the SVG keeps these as element ids.
+    """
+
+    def __init__(self, roots, *, max_nodes: int | None = 150, large: bool = False):
+        roots = list(roots) if isinstance(roots, list | tuple) else [roots]
+        for root in roots:
+            if not is_graph_node(root):
+                raise TypeError(
+                    "draw_graph: expected a Value or Tensor (a value of a recorded graph), "
+                    f"got {type(root).__name__} {root!r:.60}"
+                )
+        if max_nodes is not None and (not isinstance(max_nodes, int) or max_nodes < 1):
+            raise ValueError(
+                f"draw_graph: max_nodes must be a positive int or None, got {max_nodes!r}"
+            )
+        self.roots = roots
+        self.large = large
+        self.order = combined_order(roots)
+        self.nodes, self.hidden = self._apply_budget(max_nodes)
+        self.index = {node: i for i, node in enumerate(self.nodes)}
+        self.collapsed_note = self._note()
+
+    def _apply_budget(self, max_nodes):
+        """Keep the ``max_nodes`` values nearest the roots (breadth-first), hide the rest."""
+        if max_nodes is None or len(self.order) <= max_nodes:
+            return list(self.order), []
+        keep: set = set()
+        queue = deque(self.roots)
+        while queue and len(keep) < max_nodes:
+            node = queue.popleft()
+            if node in keep:
+                continue
+            keep.add(node)
+            queue.extend(node._prev)
+        nodes = [n for n in self.order if n in keep]
+        hidden = [n for n in self.order if n not in keep]
+        return nodes, hidden
+
+    def _note(self) -> str:
+        if not self.hidden:
+            return ""
+        kinds = Counter("leaf" if n._fn is None else op_text(n) for n in self.hidden)
+        parts = ", ".join(
+            f"{count:,} {'leaves' if kind == 'leaf' and count > 1 else kind}"
+            for kind, count in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        return (
+            f"Showing the {len(self.nodes):,} values nearest the output out of "
+            f"{len(self.order):,}; {len(self.hidden):,} earlier values ({parts}) are "
+            "collapsed into the grey box. Draw an intermediate value, or raise max_nodes, "
+            "to see more."
+        )
+
+    # --- DOT --------------------------------------------------------------------------
+
+    def dot(
+        self,
+        *,
+        show_grad: bool = True,
+        title: str | None = None,
+        state: Callable | None = None,
+        value_text: Callable | None = None,
+        edge_label: Callable | None = None,
+        highlight: Iterable = (),
+    ) -> str:
+        """DOT source of the drawing.
+
+        ``state(node)`` gives a style from :data:`NODE_STATES`; ``value_text(node)`` the
+        lines under the label (default: data and grad); ``edge_label(node, position)`` a
+        label for the edge from ``node._prev[position]`` into ``node``'s operation.
+        """
+        highlight = set(highlight)
+        font = 20 if self.large else 12
+        pen = 1.6 if self.large else 1.0
+        g = graphviz.Digraph(
+            graph_attr={
+                "rankdir": "LR",
+                "bgcolor": "white",
+                "pad": "0.15",
+                "nodesep": "0.25",
+                "ranksep": "0.35",
+                "fontname": FONT,
+                "fontsize": str(font + 2),
+                "fontcolor": INK,
+                "labelloc": "t",
+                "labeljust": "l",
+            },
+            node_attr={
+                "fontname": FONT,
+                "fontsize": str(font),
+                "fontcolor": INK,
+                "color": INK,
+                "penwidth": str(pen),
+            },
+            edge_attr={
+                "fontname": FONT,
+                "fontsize": str(font - 1),
+                "fontcolor": OKABE_ITO["blue"],
+                "color": "#555555",
+                "penwidth": str(pen),
+                "arrowsize": "0.7",
+            },
+        )
+        label_lines = [t for t in (title, self._wrap(self.collapsed_note)) if t]
+        if label_lines:
+            g.attr(label="\\l".join(s.replace("\n", "\\l") for s in label_lines) + "\\l")
+        roots = set(self.roots)
+        for i, node in enumerate(self.nodes):
+            node_state = state(node) if state else "normal"
+            if node in highlight:
+                node_state = "active"
+            fields = [escape_record(node.label)] if node.label else []
+            lines = value_text(node) if value_text else default_value_lines(node, show_grad)
+            fields += [escape_record(line) for line in lines]
+            label = "{" + " | ".join(fields) + "}" if not is_tensor(node) else " | ".join(fields)
+            g.node(
+                f"v{i}",
+                label=label,
+                shape="record",
+                id=f"v{i}",
+                **{"class": f"value {node_state}"},
+                **self._value_style(node, node_state, node in roots, pen),
+            )
+            if node._fn is None:
+                continue
+            g.node(
+                f"o{i}",
+                label=op_text(node),
+                shape="circle" if len(op_text(node)) <= 4 else "ellipse",
+                id=f"o{i}",
+                margin="0.02",
+                **{"class": f"op {node_state}"},
+                **self._op_style(node_state, pen),
+            )
+            g.edge(f"o{i}", f"v{i}", **self._edge_style(node_state, pen))
+            for position, parent in enumerate(node._prev):
+                attrs = self._edge_style(node_state, pen)
+                if edge_label is not None:
+                    text = edge_label(node, position)
+                    if text:
+                        attrs["label"] = text
+                if parent in self.index:
+                    g.edge(f"v{self.index[parent]}", f"o{i}", **attrs)
+        self._draw_collapsed(g, pen)
+        return g.source
+
+    def _draw_collapsed(self, g, pen):
+        """One grey box for the hidden values, with a dashed edge into each op that reads one."""
+        if not self.hidden:
+            return
+        hidden = set(self.hidden)
+        g.node(
+            "collapsed",
+            label=f"⋯ {len(self.hidden):,} earlier values\\n(collapsed)",
+            shape="box",
+            style="filled,dashed",
+            fillcolor=FILL_COLLAPSED,
+            color=INK_PENDING,
+            id="collapsed",
+        )
+        for i, node in enumerate(self.nodes):
+            if node._fn is not None and any(p in hidden for p in node._prev):
+                g.edge("collapsed", f"o{i}", style="dashed", color=INK_PENDING)
+
+    @staticmethod
+    def _value_style(node, node_state, is_root, pen) -> dict:
+        if node_state == "pending":
+            return {
+                "style": "filled,dashed",
+                "fillcolor": FILL_PENDING,
+                "color": INK_PENDING,
+                "fontcolor": INK_PENDING,
+            }
+        if is_root:
+            fill = FILL_OUTPUT
+        elif node._fn is None and getattr(node, "requires_grad", True):
+            fill = FILL_INPUT  # an input or parameter: a leaf that gets a gradient
+        else:
+            fill = FILL_VALUE  # an intermediate value, or a constant
+        if node_state == "active":
+            return {
+                "style": "filled",
+                "fillcolor": FILL_ACTIVE,
+                "color": OKABE_ITO["vermillion"],
+                "penwidth": str(3 * pen),
+            }
+        if node_state == "touched":
+            return {
+                "style": "filled",
+                "fillcolor": fill,
+                "color": OKABE_ITO["blue"],
+                "penwidth": str(2.5 * pen),
+            }
+        if node_state == "done":
+            return {"style": "filled", "fillcolor": fill, "color": OKABE_ITO["bluish_green"]}
+        return {"style": "filled", "fillcolor": fill}
+
+    @staticmethod
+    def _op_style(node_state, pen) -> dict:
+        if node_state == "pending":
+            return {"style": "filled", "fillcolor": FILL_PENDING, "color": INK_PENDING,
+                    "fontcolor": INK_PENDING}  # fmt: skip
+        if node_state == "active":
+            return {"style": "filled", "fillcolor": FILL_ACTIVE,
+                    "color": OKABE_ITO["vermillion"], "penwidth": str(3 * pen)}  # fmt: skip
+        return {"style": "filled", "fillcolor": FILL_OP}
+
+    @staticmethod
+    def _edge_style(node_state, pen) -> dict:
+        if node_state == "pending":
+            return {"color": "#BBBBBB"}
+        if node_state == "active":
+            return {"color": OKABE_ITO["vermillion"], "penwidth": str(2 * pen)}
+        return {}
+
+    @staticmethod
+    def _wrap(text: str, width: int = 90) -> str:
+        words, lines, line = text.split(), [], ""
+        for word in words:
+            if line and len(line) + 1 + len(word) > width:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}".strip()
+        if line:
+            lines.append(line)
+        return "\n".join(lines)
+
+
+def default_value_lines(node, show_grad: bool = True) -> list[str]:
+    """What a value box shows: data and grad (tensors: shape and dtype first)."""
+    if is_tensor(node):
+        if not node.requires_grad and node.data.size == 1 and not node.label:
+            return [f"constant {fmt_number(node.data.item())}"]
+        lines = [f"shape {node.data.shape} {node.data.dtype}", f"data {summarize(node.data)}"]
+        if show_grad:
+            lines.append(
+                f"grad {summarize(node.grad)}" if node.requires_grad else "constant (no grad)"
+            )
+        return lines
+    lines = [f"data {fmt_number(node.data)}"]
+    if show_grad:
+        lines.append(f"grad {fmt_number(node.grad)}")
+    return lines
+
+
+class GraphDrawing:
+    """A drawn graph: ``.dot`` (DOT source), ``.svg``, shown as SVG in Jupyter.
+
+    ``node_count`` is the number of value boxes drawn (operation circles not counted);
+    ``collapsed_note`` says what the node budget left out ('' when nothing was).
+    """
+
+    def __init__(self, dot: str, node_count: int, collapsed_note: str = ""):
+        self.dot = dot
+        self.node_count = node_count
+        self.collapsed_note = collapsed_note
+        self._svg: str | None = None
+
+    @property
+    def svg(self) -> str:
+        """The SVG text (rendered on first use, then kept)."""
+        if self._svg is None:
+            self._svg = render.render_svg(self.dot)
+        return self._svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg
+
+    def save(self, path) -> Path:
+        """Write ``path``: ``.svg`` for the picture, ``.dot`` or ``.gv`` for the DOT source."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix == ".svg":
+            path.write_text(self.svg, encoding="utf-8")
+        elif suffix in (".dot", ".gv"):
+            path.write_text(self.dot, encoding="utf-8")
+        else:
+            raise ValueError(
+                f"GraphDrawing.save: unsupported file type {suffix or '(none)'!r} for {path}; "
+                "use .svg (picture) or .dot/.gv (Graphviz source)"
+            )
+        return path
+
+    def __repr__(self) -> str:
+        extra = f", {self.collapsed_note.split(';')[0].lower()}" if self.collapsed_note else ""
+        return f"<GraphDrawing: {self.node_count} values{extra}>"
+
+
+def draw_graph(
+    root,
+    *,
+    max_nodes: int | None = 150,
+    show_grad: bool = True,
+    large: bool = False,
+    highlight=None,
+    title: str | None = None,
+) -> GraphDrawing:
+    """Draw the graph that computed ``root`` (a ``Value`` or ``Tensor``), inputs on the left.
+
+    - ``max_nodes``: node budget; bigger graphs show the values nearest ``root`` and collapse
+      the rest into one box, explained in ``collapsed_note`` (``None``: draw everything).
+    - ``show_grad``: print each value's ``.grad`` (run ``backward()`` first to fill them).
+    - ``large``: bigger fonts and lines, for projecting in a lecture.
+    - ``highlight``: a value (or a list of values) to emphasise in vermillion.
+    - ``title``: a caption above the graph.
+
+    ``root`` may also be a list of values (a function with several outputs).
+    """
+    view = GraphView(root, max_nodes=max_nodes, large=large)
+    if highlight is None:
+        highlight = ()
+    elif is_graph_node(highlight):
+        highlight = (highlight,)
+    dot = view.dot(show_grad=show_grad, title=title, highlight=highlight)
+    return GraphDrawing(dot, len(view.nodes), view.collapsed_note)

