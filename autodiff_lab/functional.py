@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -41,6 +42,27 @@ from .dual import Dual, new_tag
 from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
+
+
+class _ReverseNesting:
+    """How many reverse-mode transformations are running ``f`` right now.
+
+    Inside another one, a transformation always records its backward pass as a graph
+    (create_graph) and returns graph values: ``f`` may close over the outer one's graph
+    values (``grad(lambda x: x * grad(lambda y: x * y)(1.0))``), and dropping the graph
+    would silently treat them as constants.
+    """
+
+    depth = 0
+
+
+@contextmanager
+def _running_reverse():
+    _ReverseNesting.depth += 1
+    try:
+        yield
+    finally:
+        _ReverseNesting.depth -= 1
 
 
 def _is_node(x) -> bool:
@@ -79,6 +101,10 @@ def _seed_for(out, create_graph: bool):
 
 def _pull_back(out, leaves, seed, create_graph: bool):
     """Gradients of ``out`` (weighted by ``seed``) for each leaf, without touching ``.grad``."""
+    if isinstance(out, Dual):  # f closed over a dual number: d(p + t ε) = dp + dt ε
+        primal_grads = _pull_back(out.primal, leaves, seed, create_graph)
+        tangent_grads = _pull_back(out.tangent, leaves, seed, create_graph)
+        return [Dual(p, t, out.tag) for p, t in zip(primal_grads, tangent_grads, strict=True)]
     if not _is_node(out) or out._fn is None and out not in leaves:
         found = {}
     else:
@@ -135,15 +161,17 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
         args = list(args)
-        nested = any(_is_node(args[i]) for i in nums)
+        nested = _ReverseNesting.depth > 0 or any(_is_node(args[i]) for i in nums)
         leaves = [_leaf(args[i]) for i in nums]
         for i, leaf in zip(nums, leaves, strict=True):
             args[i] = leaf
-        out = f(*args)
-        if _is_node(out):
-            size = 1 if isinstance(out, Value) else out.size
+        with _running_reverse():
+            out = f(*args)
+        core = _inner_primal(out)
+        if _is_node(core):
+            size = 1 if isinstance(core, Value) else core.size
         else:
-            size = np.size(out)
+            size = np.size(core)
         if size != 1:
             raise ValueError(
                 f"grad: f must return a scalar (one number), got shape {np.shape(_raw(out))}. "
@@ -151,7 +179,8 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             )
         if isinstance(out, Tensor) and out.shape != ():
             out = out.reshape(())
-        grads = _pull_back(out, leaves, _seed_for(out, nested) if _is_node(out) else None, nested)
+        seed = _seed_for(core, nested) if _is_node(core) else None
+        grads = _pull_back(out, leaves, seed, nested)
         if not nested:
             out = _raw(out)
         result = grads[0] if isinstance(argnums, int) else tuple(grads)
@@ -190,9 +219,10 @@ def vjp(f: Callable, *primals):
     """
     if _has_dual(primals):
         return _vjp_through_duals(f, primals)
-    nested = any(_is_node(p) for p in primals)
+    nested = _ReverseNesting.depth > 0 or any(_is_node(p) for p in primals)
     leaves = [_leaf(p) for p in primals]
-    out = f(*leaves)
+    with _running_reverse():
+        out = f(*leaves)
 
     def vjp_fn(cotangent):
         if isinstance(out, Value):
@@ -321,10 +351,11 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
             return _through_duals(jacrev_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
-        nested = _is_node(x)
-        leaf = x if nested else Tensor(np.asarray(x, dtype=float), requires_grad=True)
+        nested = _ReverseNesting.depth > 0 or _is_node(x)
+        leaf = x if _is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
         args[argnums] = leaf
-        out = f(*args)
+        with _running_reverse():
+            out = f(*args)
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))
