@@ -5,15 +5,7 @@
 - ``autodiff-lab grade SUBMISSION...``: grade notebooks into a SQLite gradebook.
 """
 
+from .checking import CheckResult, check
 from .spec import Case, Exercise, Mistake, allclose_nested
 
-__all__ = ["Case", "Exercise", "Mistake", "allclose_nested", "check"]
-
-
-def __getattr__(name: str):
-    # ``check`` is imported lazily so ``import autodiff_lab.grading.spec`` stays light.
-    if name == "check":
-        from .check import check
-
-        return check
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["Case", "CheckResult", "Exercise", "Mistake", "allclose_nested", "check"]

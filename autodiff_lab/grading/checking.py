@@ -1,0 +1,153 @@
+"""``check("3.2", my_function)``: a student's scorecard, right in the notebook.
+
+Runs the exercise's cases (seeded random inputs plus edge cases) on the student's answer,
+compares each result with the reference, and shows a scorecard: pass/fail per case, the
+points, and on failure a hint. Hints are tiered: the first failing attempt in a kernel
+gets a gentle nudge, later attempts get more specific ones; a recognised mistake (say, a
+wrong sign) gets its own hint first. A stub that still raises ``NotImplementedError``
+shows "not attempted"; any other error shows as one short line, never a traceback.
+
+In Jupyter the scorecard is HTML; elsewhere it is printed as text. The check is for
+learning, not for marks: the command-line grader recomputes every verdict outside the
+student's process. While the grader runs a notebook (``AUTODIFF_LAB_GRADING=1``) ``check``
+does nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import zlib
+from typing import Any
+
+import numpy as np
+
+from . import registry
+from .plaindata import PlainDataError, to_plain
+from .scoring import (
+    ERROR,
+    NOT_IMPLEMENTED,
+    VALUE,
+    ExerciseResult,
+    Outcome,
+    judge_exercise,
+    short_error,
+)
+
+__all__ = ["check", "CheckResult", "run_answer", "case_seed"]
+
+GRADING_ENV = "AUTODIFF_LAB_GRADING"
+DEFAULT_SEED = 20240601
+
+_attempts: dict[str, int] = {}  # exercise id -> checks run in this kernel (hint tiers)
+
+
+class CheckResult(ExerciseResult):
+    """A scorecard: ``.score``, ``.max_score``, ``.status``, ``.cases``, ``.hints``.
+
+    Displays as HTML in Jupyter and as text elsewhere. :func:`check` shows it once; when
+    it is also a cell's last value, the duplicate display is skipped.
+    """
+
+    _skip_next_display = False
+
+    def _ipython_display_(self) -> None:
+        if self._skip_next_display:
+            self._skip_next_display = False
+            return
+        from IPython.display import display
+
+        display({"text/plain": self.to_text(), "text/html": self.to_html()}, raw=True)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return (
+            f"<CheckResult exercise {self.exercise_id}: {self.status}, "
+            f"{self.score:g}/{self.max_score:g} points>"
+        )
+
+
+def case_seed(exercise_id: str, seed: int | None = None) -> int:
+    """The seed for an exercise's cases: fixed per exercise unless ``seed`` is given."""
+    base = DEFAULT_SEED if seed is None else int(seed)
+    return (base + zlib.crc32(str(exercise_id).encode())) % 2**32
+
+
+def run_answer(exercise, answer: Any, inputs: tuple) -> Outcome:
+    """Run the student's answer on one case's inputs (a private copy) and capture the outcome."""
+    try:
+        value = exercise.run(answer, copy.deepcopy(inputs))
+        to_plain(value)  # the grader only accepts plain data; say so here too
+        return Outcome(VALUE, value)
+    except NotImplementedError as exc:
+        return Outcome(NOT_IMPLEMENTED, message=short_error(exc, exercise.answer))
+    except PlainDataError as exc:
+        return Outcome(ERROR, message=f"the result is not plain data: {exc}")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # SystemExit too: one short line, not a traceback
+        return Outcome(ERROR, message=short_error(exc, exercise.answer))
+
+
+def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool = True):
+    """Check ``answer`` (the function or class you wrote) for exercise ``exercise_id``.
+
+    Returns a :class:`CheckResult` (``.score``, ``.max_score``, ``.status``) and, unless
+    ``show=False``, displays it.
+    """
+    exercise_id = str(exercise_id)
+    if os.environ.get(GRADING_ENV) == "1":
+        return CheckResult(exercise_id, "", "skipped", 0.0, 0.0, note="checks skip while grading")
+    try:
+        exercise = registry.get(exercise_id)
+    except KeyError as exc:
+        result = CheckResult(exercise_id, "unknown exercise", "error", 0.0, 0.0, note=exc.args[0])
+        return _show(result) if show else result
+    _attempts[exercise_id] = _attempts.get(exercise_id, 0) + 1
+    cases = exercise.cases(np.random.default_rng(case_seed(exercise_id, seed)))
+    expected = [exercise.reference(copy.deepcopy(c.inputs)) for c in cases]
+    if answer is None or answer is Ellipsis:
+        outcomes = [Outcome(NOT_IMPLEMENTED) for _ in cases]
+    else:
+        outcomes = [run_answer(exercise, answer, c.inputs) for c in cases]
+    judged = judge_exercise(exercise, cases, outcomes, expected, attempt=_attempts[exercise_id])
+    result = CheckResult(**vars(judged))
+    return _show(result) if show else result
+
+
+def _show(result: CheckResult) -> CheckResult:
+    """Display in Jupyter (HTML), print elsewhere."""
+    shell = _kernel_shell()
+    if shell is None:
+        print(result.to_text())
+        return result
+    from IPython.display import display
+
+    display({"text/plain": result.to_text(), "text/html": result.to_html()}, raw=True)
+    # If the result is also the cell's value, IPython would display it again: skip that
+    # once, and re-arm after the cell so ``r = check(...)`` then ``r`` still shows it.
+    result._skip_next_display = True
+
+    def rearm(*_args: Any) -> None:
+        result._skip_next_display = False
+        try:
+            shell.events.unregister("post_run_cell", rearm)
+        except ValueError:
+            pass
+
+    shell.events.register("post_run_cell", rearm)
+    return result
+
+
+def _kernel_shell():
+    """The IPython shell when running inside a Jupyter kernel, else None."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    return shell

@@ -1,0 +1,313 @@
+"""Turning what a student's code did into a verdict: case results, status, points, hints.
+
+Shared by the in-notebook :func:`~autodiff_lab.grading.check` and the command-line grader,
+so both judge the same way. The student's side produces an :class:`Outcome` per case (a
+value, or what went wrong); the judging side — here — compares it with the reference.
+
+Statuses of an exercise: ``passed`` (every case right), ``failed`` (some case wrong or
+raised an error), ``not attempted`` (the stub's NotImplementedError, or no answer defined),
+``timed out`` and ``crashed`` (the grader's process running the code hit a limit or died).
+Points are the sum over the cases that passed, whatever the status.
+"""
+
+from __future__ import annotations
+
+import html
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .spec import Case, Exercise
+
+PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED = (
+    "passed",
+    "failed",
+    "not attempted",
+    "timed out",
+    "crashed",
+)
+STATUSES = (PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED)
+
+# Outcome kinds: what happened when the student's code ran on one case.
+VALUE, NOT_IMPLEMENTED, ERROR, TIMEOUT, CRASH, NOT_RUN = (
+    "value",
+    "not implemented",
+    "error",
+    "timed out",
+    "crashed",
+    "not run",
+)
+
+GENERIC_NUDGE = (
+    "Compare your result with the expected one on the first failing case above; "
+    "try that input by hand in a cell."
+)
+NOT_ATTEMPTED_HINT = (
+    "Replace the `raise NotImplementedError(...)` line in `{answer}` with your code."
+)
+
+
+@dataclass
+class Outcome:
+    """What the student's code did on one case: a value, or the reason there is none."""
+
+    kind: str
+    value: Any = None
+    message: str = ""
+
+
+@dataclass
+class CaseResult:
+    """The verdict on one case."""
+
+    name: str
+    points: float
+    max_points: float
+    status: str  # "passed", "failed", "error", "not attempted", "timed out", "crashed", "not run"
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+
+@dataclass
+class ExerciseResult:
+    """The verdict on one exercise: ``status``, ``score`` out of ``max_score``, cases, hints."""
+
+    exercise_id: str
+    title: str
+    status: str
+    score: float
+    max_score: float
+    cases: list[CaseResult] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+    note: str = ""  # one line on why (e.g. "cell 4 did not finish within 5 s")
+
+    @property
+    def feedback(self) -> str:
+        """One paragraph for a gradebook or report: what passed, what went wrong, hints."""
+        parts = []
+        if self.note:
+            parts.append(self.note)
+        if self.cases and self.status not in (NOT_ATTEMPTED,):
+            n_passed = sum(c.passed for c in self.cases)
+            parts.append(f"{n_passed}/{len(self.cases)} cases passed.")
+            first_bad = next((c for c in self.cases if not c.passed and c.message), None)
+            if first_bad is not None:
+                parts.append(f"First failing case: {first_bad.name}: {first_bad.message}.")
+        parts += [f"Hint: {h}" for h in self.hints]
+        return " ".join(parts)
+
+    def to_text(self) -> str:
+        """A plain-text scorecard."""
+        mark = {PASSED: "✓", "not run": "·"}
+        lines = [
+            f"Exercise {self.exercise_id}: {self.title} — {self.status.upper()} "
+            f"({_fmt_points(self.score)}/{_fmt_points(self.max_score)} points)"
+        ]
+        if self.note:
+            lines.append(f"  {self.note}")
+        for case in self.cases:
+            points = f"{_fmt_points(case.points)}/{_fmt_points(case.max_points)}"
+            line = f"  {mark.get(case.status, '✗')} {case.name} [{points}]"
+            if case.message:
+                line += f": {case.message}"
+            lines.append(line)
+        lines += [f"  Hint: {h}" for h in self.hints]
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        """An HTML scorecard (inline styles only, so it renders the same everywhere)."""
+        colour = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ATTEMPTED: "#6e7781"}.get(
+            self.status, "#bc4c00"
+        )
+        esc = html.escape
+        rows = []
+        for case in self.cases:
+            symbol, tint = {PASSED: ("✓", "#1a7f37"), "not run": ("·", "#6e7781")}.get(
+                case.status, ("✗", "#cf222e")
+            )
+            rows.append(
+                f'<tr><td style="color:{tint};font-weight:bold;padding:1px 6px">{symbol}</td>'
+                f'<td style="padding:1px 6px;text-align:left">{esc(case.name)}</td>'
+                f'<td style="padding:1px 6px;text-align:right">{_fmt_points(case.points)}/'
+                f"{_fmt_points(case.max_points)}</td>"
+                f'<td style="padding:1px 6px;text-align:left;font-family:monospace">'
+                f"{esc(case.message)}</td></tr>"
+            )
+        hints = "".join(
+            f'<div style="margin-top:4px;padding:4px 8px;background:#fff8c5;border-radius:4px">'
+            f"<b>Hint:</b> {esc(h)}</div>"
+            for h in self.hints
+        )
+        note = f'<div style="margin:2px 0">{esc(self.note)}</div>' if self.note else ""
+        return (
+            f'<div class="autodiff-lab-scorecard" style="border:1px solid {colour};'
+            f'border-left:6px solid {colour};border-radius:4px;padding:6px 10px;margin:4px 0">'
+            f"<div><b>Exercise {esc(self.exercise_id)}: {esc(self.title)}</b> — "
+            f'<span style="color:{colour};font-weight:bold">{esc(self.status)}</span> '
+            f"({_fmt_points(self.score)}/{_fmt_points(self.max_score)} points)</div>{note}"
+            f'<table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}</table>'
+            f"{hints}</div>"
+        )
+
+
+def _fmt_points(points: float) -> str:
+    return f"{points:g}"
+
+
+def brief(value: Any, width: int = 90) -> str:
+    """A short, deterministic repr for feedback (6 significant digits, long output cut)."""
+    text = " ".join(_short_repr(value).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _short_repr(value: Any, depth: int = 0) -> str:
+    if depth > 6:
+        return "…"
+    if isinstance(value, (bool, np.bool_)) or value is None:
+        return repr(bool(value) if isinstance(value, np.bool_) else value)
+    if isinstance(value, (float, np.floating)):
+        text = f"{float(value):.6g}"
+        return text if any(ch in text for ch in ".eni") else text + ".0"  # 6.0, not 6
+    if isinstance(value, np.ndarray):
+        with np.printoptions(precision=6, threshold=12, edgeitems=3, linewidth=10_000):
+            return repr(value)
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(_short_repr(v, depth + 1) for v in value[:12])
+        if len(value) > 12:
+            items += ", …"
+        if isinstance(value, tuple):
+            return f"({items},)" if len(value) == 1 else f"({items})"
+        return f"[{items}]"
+    if isinstance(value, dict):
+        items = ", ".join(
+            f"{k!r}: {_short_repr(v, depth + 1)}" for k, v in list(value.items())[:12]
+        )
+        return "{" + items + "}"
+    return repr(value)
+
+
+def short_error(exc: BaseException, answer_name: str = "") -> str:
+    """``"ZeroDivisionError: division by zero (line 3 of your dual_mul)"`` — no traceback."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    student = [f for f in frames if _is_student_frame(f.filename)]
+    if student:
+        frame = student[-1]
+        where = f"your {frame.name}" if frame.name not in ("<module>", "") else "your code"
+        text += f" (line {frame.lineno} of {where})"
+    return brief(text, 200) if len(text) > 200 else text
+
+
+def _is_student_frame(filename: str) -> bool:
+    """Code typed in a notebook cell (ipykernel: /tmp/ipykernel_*/…; IPython: <ipython-input-…>)."""
+    return (
+        filename.startswith("<ipython-input")
+        or "ipykernel_" in filename
+        or filename.startswith("<cell")
+        or filename.startswith("<grading-cell")
+    )
+
+
+def judge_case(exercise: Exercise, case: Case, outcome: Outcome, expected: Any) -> CaseResult:
+    """Compare one outcome with the reference value."""
+    points = float(case.points)
+    if outcome.kind != VALUE:
+        status = {NOT_IMPLEMENTED: NOT_ATTEMPTED, ERROR: "error"}.get(outcome.kind, outcome.kind)
+        return CaseResult(case.name, 0.0, points, status, outcome.message)
+    try:
+        ok = bool(exercise.compare(outcome.value, expected))
+    except Exception as exc:  # a comparison that cannot even run means a wrong answer
+        ok = False
+        return CaseResult(
+            case.name,
+            0.0,
+            points,
+            FAILED,
+            f"could not compare ({type(exc).__name__}): got {brief(outcome.value)}",
+        )
+    if ok:
+        return CaseResult(case.name, points, points, PASSED)
+    return CaseResult(
+        case.name, 0.0, points, FAILED, f"got {brief(outcome.value)}, expected {brief(expected)}"
+    )
+
+
+def detected_mistakes(
+    exercise: Exercise, cases: list[Case], outcomes: list[Outcome], expected: list[Any]
+) -> list[str]:
+    """Hints of the known mistakes that explain some wrong value (each hint once, in order)."""
+    hints: list[str] = []
+    for case, outcome, exp in zip(cases, outcomes, expected, strict=True):
+        if outcome.kind != VALUE:
+            continue
+        try:
+            if exercise.compare(outcome.value, exp):
+                continue
+        except Exception:
+            pass
+        for mistake in exercise.mistakes:
+            try:
+                hit = bool(mistake.detect(outcome.value, exp, case))
+            except Exception:  # a detector that does not apply to this shape of answer
+                hit = False
+            if hit and mistake.hint not in hints:
+                hints.append(mistake.hint)
+    return hints
+
+
+def judge_exercise(
+    exercise: Exercise,
+    cases: list[Case],
+    outcomes: list[Outcome],
+    expected: list[Any],
+    *,
+    attempt: int = 1,
+    note: str = "",
+) -> ExerciseResult:
+    """The verdict on a whole exercise, with tiered hints.
+
+    A detected :class:`~autodiff_lab.grading.spec.Mistake` hint takes precedence; otherwise
+    the ``attempt``-th tier of nudges is shown (tier 1: the first nudge; tier 2: the first
+    two, …), so repeated attempts reveal more.
+    """
+    results = [
+        judge_case(exercise, c, o, e) for c, o, e in zip(cases, outcomes, expected, strict=True)
+    ]
+    score = sum(r.points for r in results)
+    max_score = sum(float(c.points) for c in cases)
+    kinds = {o.kind for o in outcomes}
+    if results and all(r.passed for r in results):
+        status = PASSED
+    elif CRASH in kinds:
+        status = CRASHED
+    elif TIMEOUT in kinds:
+        status = TIMED_OUT
+    elif NOT_IMPLEMENTED in kinds and VALUE not in kinds:
+        status = NOT_ATTEMPTED
+    elif not results:
+        status = NOT_ATTEMPTED
+    else:
+        status = FAILED
+    hints: list[str] = []
+    if status == NOT_ATTEMPTED:
+        hints = [NOT_ATTEMPTED_HINT.format(answer=exercise.answer)]
+        results = [r if r.status != NOT_ATTEMPTED else _quiet(r) for r in results]
+    elif status != PASSED:
+        hints = detected_mistakes(exercise, cases, outcomes, expected)
+        if not hints and status in (FAILED, TIMED_OUT):
+            tiers = list(exercise.nudges) or [GENERIC_NUDGE]
+            hints = tiers[: max(1, min(attempt, len(tiers)))]
+    return ExerciseResult(
+        exercise.id, exercise.title, status, score, max_score, results, hints, note
+    )
+
+
+def _quiet(result: CaseResult) -> CaseResult:
+    """A not-attempted case needs no message: the scorecard's status says it all."""
+    return CaseResult(result.name, result.points, result.max_points, "not run", "")
