@@ -40,7 +40,7 @@ def close(got, expected, rtol: float = 1e-6, atol: float = 1e-8) -> bool:
         return (
             isinstance(got, list | tuple)
             and len(got) == len(expected)
-            and all(close(g, e, rtol, atol) for g, e in zip(got, expected))
+            and all(close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True))
         )
     if isinstance(expected, str | bool | None):
         return type(got) is type(expected) and got == expected

@@ -68,18 +68,22 @@ MUL = Exercise(
             "The tangent part multiplied the two tangents. Expand (a + da·ε)(b + db·ε) and "
             "use ε² = 0: the ε term is a·db + da·b.",
             detector(
-                lambda got, exp, case: math.isclose(got[1], case.inputs[1] * case.inputs[3])
-                and not math.isclose(got[1], exp[1])
+                lambda got, exp, case: (
+                    math.isclose(got[1], case.inputs[1] * case.inputs[3])
+                    and not math.isclose(got[1], exp[1])
+                )
             ),
         ),
         Mistake(
             "Only one term of the product rule is there: the tangent of a·b needs both "
             "a·db and da·b.",
             detector(
-                lambda got, exp, case: not math.isclose(got[1], exp[1])
-                and (
-                    math.isclose(got[1], case.inputs[0] * case.inputs[3])
-                    or math.isclose(got[1], case.inputs[1] * case.inputs[2])
+                lambda got, exp, case: (
+                    not math.isclose(got[1], exp[1])
+                    and (
+                        math.isclose(got[1], case.inputs[0] * case.inputs[3])
+                        or math.isclose(got[1], case.inputs[1] * case.inputs[2])
+                    )
                 )
             ),
         ),
@@ -133,24 +137,27 @@ SIN = Exercise(
             "The tangent is the derivative cos(x) alone: multiply it by the incoming "
             "tangent dx (chain rule: d sin(u) = cos(u)·du).",
             detector(
-                lambda got, exp, case: math.isclose(got[1], math.cos(case.inputs[0]))
-                and not math.isclose(got[1], exp[1])
+                lambda got, exp, case: (
+                    math.isclose(got[1], math.cos(case.inputs[0]))
+                    and not math.isclose(got[1], exp[1])
+                )
             ),
         ),
         Mistake(
             "Sign error: d/dx sin x = +cos x (it is cos whose derivative is -sin).",
             detector(
-                lambda got, exp, case: math.isclose(got[1], -exp[1])
-                and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
+                lambda got, exp, case: (
+                    math.isclose(got[1], -exp[1]) and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
+                )
             ),
         ),
         Mistake(
             "The tangent should use cos(x), not sin(x).",
             detector(
-                lambda got, exp, case: math.isclose(
-                    got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12
+                lambda got, exp, case: (
+                    math.isclose(got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12)
+                    and not math.isclose(got[1], exp[1], abs_tol=1e-12)
                 )
-                and not math.isclose(got[1], exp[1], abs_tol=1e-12)
             ),
         ),
     ),
@@ -200,9 +207,11 @@ DIV = Exercise(
         Mistake(
             "The quotient rule has a minus sign: d(a/b) = (da·b - a·db) / b².",
             detector(
-                lambda got, exp, case: not math.isclose(got[1], exp[1])
-                and math.isclose(
-                    got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
+                lambda got, exp, case: (
+                    not math.isclose(got[1], exp[1])
+                    and math.isclose(
+                        got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
+                    )
                 )
             ),
         ),
@@ -210,18 +219,22 @@ DIV = Exercise(
             "The two terms of the numerator are swapped: it is da·b - a·db (numerator's "
             "tangent first).",
             detector(
-                lambda got, exp, case: not math.isclose(got[1], exp[1])
-                and math.isclose(
-                    got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
+                lambda got, exp, case: (
+                    not math.isclose(got[1], exp[1])
+                    and math.isclose(
+                        got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
+                    )
                 )
             ),
         ),
         Mistake(
             "Divide by b squared, not by b: d(a/b) = (da·b - a·db) / b².",
             detector(
-                lambda got, exp, case: not math.isclose(got[1], exp[1])
-                and math.isclose(
-                    got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
+                lambda got, exp, case: (
+                    not math.isclose(got[1], exp[1])
+                    and math.isclose(
+                        got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
+                    )
                 )
             ),
         ),
@@ -292,9 +305,11 @@ JVP = Exercise(
         Mistake(
             "The tangent ignores dy: both inputs move at once, so add ∂f/∂y·dy to ∂f/∂x·dx.",
             detector(
-                lambda got, exp, case: case.inputs[3] != 0
-                and _tangent_is(
-                    got, case, lambda x, y, dx, dy: _jacobian_xy(x, y) @ np.array([dx, 0.0])
+                lambda got, exp, case: (
+                    case.inputs[3] != 0
+                    and _tangent_is(
+                        got, case, lambda x, y, dx, dy: _jacobian_xy(x, y) @ np.array([dx, 0.0])
+                    )
                 )
             ),
         ),

@@ -1,0 +1,375 @@
+"""Chapter 02 exercises: reverse mode (cost of a Jacobian, vjp, backprop by hand, topo sort)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...value import Value
+from ..spec import Case, Exercise, Mistake
+from ._common import close, detector, error_result, is_error, number
+
+__all__ = ["EXERCISES", "build_graph"]
+
+
+def _r(rng, lo=-2.0, hi=2.0) -> float:
+    return round(float(rng.uniform(lo, hi)), 4)
+
+
+# --- 2.1 how many passes for a full Jacobian? -----------------------------------------
+
+
+def _passes_cases(rng):
+    cases = []
+    for _ in range(4):
+        n, m = int(rng.integers(1, 2000)), int(rng.integers(1, 2000))
+        cases.append(Case(f"random n_inputs={n}, n_outputs={m}", (n, m)))
+    cases += [
+        Case("edge: a scalar loss of a million parameters", (1_000_000, 1)),
+        Case("edge: one input, many outputs (a curve)", (1, 500)),
+        Case("edge: square, n = m = 7", (7, 7)),
+    ]
+    return cases
+
+
+def _passes_run(answer, inputs):
+    forward, reverse, cheaper = answer(*inputs)
+    return [int(forward), int(reverse), str(cheaper)]
+
+
+def _passes_reference(inputs):
+    n, m = inputs
+    cheaper = "forward" if n < m else "reverse" if m < n else "either"
+    return [n, m, cheaper]
+
+
+PASSES = Exercise(
+    id="2.1",
+    title="Forward or reverse? Count the passes",
+    task="jacobian_passes(n_inputs, n_outputs): return (forward passes, reverse passes, "
+    "'forward' | 'reverse' | 'either')",
+    answer="jacobian_passes",
+    cases=_passes_cases,
+    run=_passes_run,
+    reference=_passes_reference,
+    mistakes=(
+        Mistake(
+            "The counts are swapped. A forward pass (jvp) gives one *column* of the Jacobian "
+            "(one input direction): n passes. A reverse pass (vjp) gives one *row* (one "
+            "output): m passes.",
+            detector(lambda got, exp, case: got[:2] == exp[1::-1] and exp[0] != exp[1]),
+        ),
+        Mistake(
+            "The pass counts are right but the choice is not: the cheaper mode is the one "
+            "with fewer passes ('either' when they are equal).",
+            detector(lambda got, exp, case: got[:2] == exp[:2] and got[2] != exp[2]),
+        ),
+    ),
+    nudges=(
+        "A Jacobian of f: Rⁿ → Rᵐ has m rows and n columns.",
+        "One jvp = one column, one vjp = one row.",
+    ),
+)
+
+
+# --- 2.2 a vjp by hand -------------------------------------------------------------------
+# f(x, y) = (x·y, exp(x) - y²)    J = [[y, x], [e^x, -2y]]
+
+
+def _vjp_cases(rng):
+    cases = []
+    for _ in range(5):
+        x, y, u, v = (_r(rng) for _ in range(4))
+        cases.append(Case(f"random x={x}, y={y}, u={u}, v={v}", (x, y, u, v)))
+    cases += [
+        Case("edge: cotangent (1, 0) picks row 1 of J", (0.5, -1.5, 1.0, 0.0)),
+        Case("edge: cotangent (0, 1) picks row 2 of J", (0.5, -1.5, 0.0, 1.0)),
+        Case("edge: x = y = 0", (0.0, 0.0, 2.0, -3.0)),
+    ]
+    return cases
+
+
+def _vjp_run(answer, inputs):
+    value, cotangent_in = answer(*inputs)
+    return [[number(v) for v in value], [number(c) for c in cotangent_in]]
+
+
+def _jac(x, y):
+    return np.array([[y, x], [math.exp(x), -2 * y]])
+
+
+def _vjp_reference(inputs):
+    x, y, u, v = inputs
+    return [[x * y, math.exp(x) - y * y], list(np.array([u, v]) @ _jac(x, y))]
+
+
+def _cotangent_is(got, case, make) -> bool:
+    x, y, u, v = case.inputs
+    return close(got[1], make(x, y, u, v)) and not close(got[1], _vjp_reference(case.inputs)[1])
+
+
+VJP = Exercise(
+    id="2.2",
+    title="A vjp by hand",
+    task="vjp_f(x, y, u, v): for f(x, y) = (x*y, exp(x) - y**2) return (f(x, y), (u, v) @ J)",
+    answer="vjp_f",
+    cases=_vjp_cases,
+    run=_vjp_run,
+    reference=_vjp_reference,
+    mistakes=(
+        Mistake(
+            "That is J·(u, v), a jvp. A vjp pulls the cotangent back: input j gets "
+            "Σ_i u_i ∂f_i/∂x_j — sum down a *column* of J.",
+            detector(
+                lambda got, exp, case: _cotangent_is(
+                    got, case, lambda x, y, u, v: _jac(x, y) @ np.array([u, v])
+                )
+            ),
+        ),
+        Mistake(
+            "Only the first output's cotangent u was used: every output sends gradient "
+            "back, so add v·∂f₂/∂x and v·∂f₂/∂y as well.",
+            detector(
+                lambda got, exp, case: (
+                    case.inputs[3] != 0
+                    and _cotangent_is(got, case, lambda x, y, u, v: [u * y, u * x])
+                )
+            ),
+        ),
+        Mistake(
+            "Sign error in ∂f₂/∂y: d(exp(x) - y²)/dy = -2y.",
+            detector(
+                lambda got, exp, case: _cotangent_is(
+                    got, case, lambda x, y, u, v: [u * y + v * math.exp(x), u * x + 2 * y * v]
+                )
+            ),
+        ),
+        Mistake(
+            "The value part should be f(x, y) = (x·y, exp(x) - y²).",
+            detector(lambda got, exp, case: not close(got[0], exp[0])),
+        ),
+    ),
+    nudges=(
+        "Write the 2×2 Jacobian first; the answer is the row vector (u, v) times it.",
+        "x̄ = u·y + v·eˣ, ȳ = u·x - 2·v·y.",
+    ),
+)
+
+
+# --- 2.3 backprop through a given graph by hand ------------------------------------------
+# d = a·b;  e = d + c;  t = tanh(a);  f = e·t      (a is used twice)
+
+
+def _manual_cases(rng):
+    cases = []
+    for _ in range(5):
+        a, b, c = (_r(rng) for _ in range(3))
+        cases.append(Case(f"random a={a}, b={b}, c={c}", (a, b, c)))
+    cases += [
+        Case("edge: a = 0 (tanh(a) = 0, only one path survives)", (0.0, 1.5, -0.5)),
+        Case("edge: b = c = 0", (0.9, 0.0, 0.0)),
+    ]
+    return cases
+
+
+def _manual_run(answer, inputs):
+    f, grads = answer(*inputs)
+    return [number(f), [number(g) for g in grads]]
+
+
+def _manual_parts(a, b, c):
+    t = math.tanh(a)
+    e = a * b + c
+    return t, e
+
+
+def _manual_reference(inputs):
+    a, b, c = inputs
+    t, e = _manual_parts(a, b, c)
+    return [e * t, [b * t + e * (1 - t * t), a * t, t]]
+
+
+def _grad_a_is(got, case, make) -> bool:
+    a, b, c = case.inputs
+    t, e = _manual_parts(a, b, c)
+    exp = _manual_reference(case.inputs)[1]
+    return math.isclose(got[1][0], make(t, e, b), abs_tol=1e-12) and not math.isclose(
+        got[1][0], exp[0], abs_tol=1e-9
+    )
+
+
+MANUAL = Exercise(
+    id="2.3",
+    title="Backpropagate through a small graph by hand",
+    task="backward_by_hand(a, b, c): f = (a*b + c) * tanh(a); return (f, (df/da, df/db, df/dc))",
+    answer="backward_by_hand",
+    cases=_manual_cases,
+    run=_manual_run,
+    reference=_manual_reference,
+    mistakes=(
+        Mistake(
+            "a is used twice (in a·b and in tanh(a)), so its gradient is the *sum* of the "
+            "shares arriving along both paths — one of them is missing.",
+            detector(
+                lambda got, exp, case: (
+                    _grad_a_is(got, case, lambda t, e, b: b * t)
+                    or _grad_a_is(got, case, lambda t, e, b: e * (1 - t * t))
+                )
+            ),
+        ),
+        Mistake(
+            "d tanh(a)/da = 1 - tanh(a)², not 1 - tanh(a).",
+            detector(
+                lambda got, exp, case: _grad_a_is(got, case, lambda t, e, b: b * t + e * (1 - t))
+            ),
+        ),
+        Mistake(
+            "Check df/db and df/dc: the gradient reaching e = a·b + c is tanh(a); "
+            "+ passes it on unchanged, · multiplies it by the other factor.",
+            detector(lambda got, exp, case: not close(got[1][1:], exp[1][1:])),
+        ),
+    ),
+    nudges=(
+        "Work backwards: f̄ = 1, then ē and t̄, then d̄ and c̄, then ā and b̄.",
+        "ā collects two shares: b·d̄ from d = a·b and (1 - t²)·t̄ from t = tanh(a).",
+    ),
+)
+
+
+# --- 2.4 an iterative topological sort ---------------------------------------------------
+
+
+def build_graph(spec):
+    """Build a ``Value`` graph from ``[(name, [parent names]), ...]``; returns the last node.
+
+    A node with no parents is a leaf, one parent makes ``tanh(parent)``, two make
+    ``parent0 + parent1``. Every node's ``label`` is its name.
+    """
+    nodes = {}
+    for k, (name, parents) in enumerate(spec):
+        ps = [nodes[p] for p in parents]
+        if not ps:
+            node = Value(0.1 * (k % 7) - 0.3)
+        elif len(ps) == 1:
+            node = ps[0].tanh()
+        else:
+            node = ps[0] + ps[1]
+        node.label = name
+        nodes[name] = node
+    return nodes[spec[-1][0]]
+
+
+def _random_dag(rng, n: int, prefix: str = "n"):
+    spec = []
+    for k in range(n):
+        arity = 0 if k < 2 else int(rng.choice([0, 1, 2, 2], p=[0.15, 0.3, 0.3, 0.25]))
+        if arity == 2 and k >= 2:
+            i, j = rng.choice(k, size=2, replace=False)
+            parents = [f"{prefix}{i}", f"{prefix}{j}"]
+        elif arity >= 1:
+            parents = [f"{prefix}{int(rng.integers(0, k))}"]
+        else:
+            parents = []
+        spec.append((f"{prefix}{k}", parents))
+    return spec
+
+
+def _topo_cases(rng):
+    cases = [
+        Case(f"random graph {k + 1} ({n} nodes)", (_random_dag(rng, n),))
+        for k, n in enumerate(rng.integers(8, 16, size=3))
+    ]
+    diamond = [("a", []), ("b", ["a"]), ("c", ["a"]), ("d", ["b", "c"])]
+    cases += [
+        Case("edge: a diamond (a reaches d along two paths)", (diamond,)),
+        Case("edge: the root is a leaf", ([("x", [])],)),
+        Case("edge: x + x (the same parent twice)", ([("x", []), ("y", ["x", "x"])],)),
+        Case(
+            "edge: a chain of 3000 tanh (recursion would overflow)",
+            ([("c0", [])] + [(f"c{k}", [f"c{k - 1}"]) for k in range(1, 3000)],),
+            points=2.0,
+        ),
+    ]
+    return cases
+
+
+def _topo_run(answer, inputs):
+    root = build_graph(inputs[0])
+    try:
+        order = answer(root)
+    except RecursionError as exc:
+        return error_result(exc)
+    return [node.label for node in order]
+
+
+def _topo_reference(inputs):
+    parents = {name: list(ps) for name, ps in inputs[0]}
+    root = inputs[0][-1][0]
+    ancestors, todo = {root}, [root]
+    while todo:
+        for p in parents[todo.pop()]:
+            if p not in ancestors:
+                ancestors.add(p)
+                todo.append(p)
+    return {"nodes": sorted(ancestors), "parents": {n: parents[n] for n in sorted(ancestors)}}
+
+
+def _is_topological(got, expected) -> bool:
+    """Every node the root depends on exactly once, each after all of its parents."""
+    if not isinstance(got, list) or sorted(got) != expected["nodes"]:
+        return False
+    position = {name: i for i, name in enumerate(got)}
+    return all(position[p] < position[n] for n, ps in expected["parents"].items() for p in ps)
+
+
+TOPO = Exercise(
+    id="2.4",
+    title="An iterative topological sort",
+    task="topological_sort(root): every node root depends on, each after its parents "
+    "(node._prev), root last, without recursion",
+    answer="topological_sort",
+    cases=_topo_cases,
+    run=_topo_run,
+    reference=_topo_reference,
+    compare=_is_topological,
+    mistakes=(
+        Mistake(
+            "RecursionError: a recursive walk is limited to ~1000 nested calls. Keep your "
+            "own stack (a list of nodes still to finish) instead of calling yourself.",
+            detector(lambda got, exp, case: is_error(got, "RecursionError")),
+        ),
+        Mistake(
+            "The order is reversed: parents must come *before* the nodes computed from them "
+            "(the root comes last). Reverse it, or append a node only after its parents.",
+            detector(lambda got, exp, case: _is_topological(got[::-1], exp)),
+        ),
+        Mistake(
+            "A node appears more than once: keep a `visited` set so a node reached along "
+            "two paths is listed only once.",
+            detector(lambda got, exp, case: isinstance(got, list) and len(got) > len(set(got))),
+        ),
+        Mistake(
+            "Some nodes are missing: the order must hold every node the root depends on "
+            "(and the root itself).",
+            detector(
+                lambda got, exp, case: isinstance(got, list) and not set(exp["nodes"]) <= set(got)
+            ),
+        ),
+        Mistake(
+            "The list has nodes the root does not depend on: walk only from root via _prev.",
+            detector(
+                lambda got, exp, case: isinstance(got, list) and not set(got) <= set(exp["nodes"])
+            ),
+        ),
+    ),
+    nudges=(
+        "Depth-first search from the root; a node goes into the list once all its parents "
+        "are in it.",
+        "Use a stack of (node, parents_done) entries: push a node's unvisited parents first, "
+        "append the node when you pop it the second time.",
+    ),
+)
+
+
+EXERCISES: list[Exercise] = [PASSES, VJP, MANUAL, TOPO]
