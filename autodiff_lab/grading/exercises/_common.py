@@ -16,14 +16,14 @@ __all__ = ["as_array", "close", "detector", "error_result", "finite", "is_error"
 
 def number(x) -> float:
     """A plain float from a Python/numpy number, a 0-d array or a graph scalar (``.data``)."""
-    while hasattr(x, "data") and not isinstance(x, np.ndarray):
+    while hasattr(x, "data") and not isinstance(x, np.ndarray | np.generic):
         x = x.data
     return float(x)
 
 
 def as_array(x) -> np.ndarray:
     """A float64 ndarray from array-likes (a Tensor gives its ``.data``)."""
-    if hasattr(x, "data") and not isinstance(x, np.ndarray):
+    if hasattr(x, "data") and not isinstance(x, np.ndarray | np.generic):
         x = x.data
     return np.asarray(x, dtype=np.float64)
 
