@@ -25,6 +25,7 @@ import numpy as np
 from . import registry
 from .plaindata import PlainDataError, to_plain
 from .scoring import (
+    CRASH,
     ERROR,
     NOT_IMPLEMENTED,
     VALUE,
@@ -85,6 +86,8 @@ def run_answer(exercise, answer: Any, inputs: tuple) -> Outcome:
         return Outcome(NOT_IMPLEMENTED, message=short_error(exc, exercise.answer))
     except PlainDataError as exc:
         return Outcome(ERROR, message=f"the result is not plain data: {exc}")
+    except MemoryError:
+        return Outcome(CRASH, message="ran out of memory (MemoryError)")
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit too: one short line, not a traceback

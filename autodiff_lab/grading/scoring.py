@@ -44,6 +44,9 @@ GENERIC_NUDGE = (
     "Compare your result with the expected one on the first failing case above; "
     "try that input by hand in a cell."
 )
+TIMED_OUT_HINT = (
+    "Your code ran too long: look for a loop that never ends, or work that grows too fast."
+)
 NOT_ATTEMPTED_HINT = (
     "Replace the `raise NotImplementedError(...)` line in `{answer}` with your code."
 )
@@ -96,7 +99,7 @@ class ExerciseResult:
             n_passed = sum(c.passed for c in self.cases)
             parts.append(f"{n_passed}/{len(self.cases)} cases passed.")
             first_bad = next((c for c in self.cases if not c.passed and c.message), None)
-            if first_bad is not None:
+            if first_bad is not None and not (self.note and self.status in (TIMED_OUT, CRASHED)):
                 parts.append(f"First failing case: {first_bad.name}: {first_bad.message}.")
         parts += [f"Hint: {h}" for h in self.hints]
         return " ".join(parts)
@@ -300,7 +303,9 @@ def judge_exercise(
         results = [r if r.status != NOT_ATTEMPTED else _quiet(r) for r in results]
     elif status != PASSED:
         hints = detected_mistakes(exercise, cases, outcomes, expected)
-        if not hints and status in (FAILED, TIMED_OUT):
+        if not hints and status == TIMED_OUT:
+            hints = [TIMED_OUT_HINT]
+        elif not hints and status == FAILED:
             tiers = list(exercise.nudges) or [GENERIC_NUDGE]
             hints = tiers[: max(1, min(attempt, len(tiers)))]
     return ExerciseResult(
