@@ -517,3 +517,76 @@ def _decode_outcome(event: dict) -> Outcome:
     if kind in (NOT_IMPLEMENTED, ERROR, CRASH):
         return Outcome(kind, message=message)
     return Outcome(ERROR, message="malformed answer")
+
+
+# --- a batch -----------------------------------------------------------------------------
+
+
+@dataclass
+class BatchSummary:
+    """What a batch did: graded now, skipped (already in the gradebook), grader errors."""
+
+    submissions: list[Submission]
+    graded: list[SubmissionResult]
+    skipped: list[Submission]
+    errors: list[tuple[Submission, str]]
+
+
+def grade_batch(
+    submissions: list[Submission],
+    gradebook,
+    *,
+    jobs: int = 1,
+    regrade: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: float = DEFAULT_MEMORY_MB,
+    seed: int | None = None,
+    progress: bool | None = None,
+    on_graded=None,
+) -> BatchSummary:
+    """Grade many notebooks, ``jobs`` at a time, recording each in ``gradebook`` as it ends.
+
+    Parallelism: each job is a thread that supervises one student process; the work runs
+    in those processes, so threads are enough here and keep every gradebook write in this
+    thread. A submission whose grading fails inside the grader itself is reported and left
+    ungraded (a rerun retries it); it never stops the batch.
+    """
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from tqdm.auto import tqdm
+
+    todo, skipped = [], []
+    for sub in submissions:
+        if not regrade and gradebook.is_graded(sub.key, sha256_file(sub.path)):
+            skipped.append(sub)
+        else:
+            todo.append(sub)
+    summary = BatchSummary(submissions, [], skipped, [])
+    if not todo:
+        return summary
+    pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)))
+    try:
+        futures = {
+            pool.submit(grade_submission, sub, timeout=timeout, memory_mb=memory_mb, seed=seed): sub
+            for sub in todo
+        }
+        # progress=None: a bar only when stderr is a terminal (tqdm's disable=None).
+        disable = None if progress is None else not progress
+        bar = tqdm(
+            as_completed(futures), total=len(futures), desc="grading", unit="notebook",
+            disable=disable,
+        )  # fmt: skip
+        for future in bar:
+            sub = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # a grader bug or a broken exercise: report, go on
+                summary.errors.append((sub, f"{type(exc).__name__}: {exc}"))
+                continue
+            gradebook.record(result)
+            summary.graded.append(result)
+            if on_graded is not None:
+                on_graded(result)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return summary

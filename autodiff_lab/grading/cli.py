@@ -1,0 +1,131 @@
+"""The grading commands of ``autodiff-lab``: ``build-exercises`` and ``grade``.
+
+:func:`register` adds both to the main parser (``autodiff_lab/cli.py``); each sets
+``run=func`` with ``func(args) -> int`` (the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import registry
+
+
+def register(subparsers) -> None:
+    """Add ``build-exercises`` and ``grade`` to the ``autodiff-lab`` sub-command parsers."""
+    build = subparsers.add_parser(
+        "build-exercises",
+        help="generate exercises/ from solutions/ (keeps students' edits)",
+        description="Write exercises/NN_name.ipynb from solutions/NN_name.ipynb: every "
+        "'### BEGIN SOLUTION' ... '### END SOLUTION' region becomes a stub raising "
+        "NotImplementedError('Exercise N.M: <task>'), outputs are cleared. An exercise "
+        "notebook changed since it was generated is kept (the new one goes beside it as "
+        "NN_name.new.ipynb) unless --force, which backs it up first.",
+    )
+    build.add_argument("--solutions", default="solutions", type=Path, help="default: solutions")
+    build.add_argument("--exercises", default="exercises", type=Path, help="default: exercises")
+    build.add_argument(
+        "--check", action="store_true",
+        help="write nothing; exit 1 listing exercise notebooks out of date with solutions/",
+    )  # fmt: skip
+    build.add_argument(
+        "--force", action="store_true",
+        help="replace exercise notebooks even if changed (backing each up first)",
+    )  # fmt: skip
+    build.set_defaults(run=run_build)
+
+    grade = subparsers.add_parser(
+        "grade",
+        help="grade submitted notebooks into a SQLite gradebook",
+        description="Run each submitted notebook in its own process (time and memory "
+        "limited), compute every verdict outside it, and record points, status and "
+        "feedback in a gradebook. Already graded submissions are skipped unless --regrade.",
+    )
+    grade.add_argument("submissions", nargs="+", help="notebooks or folders of notebooks")
+    grade.add_argument("--out", type=Path, help="also write the grades as CSV here")
+    grade.add_argument(
+        "--db", type=Path, default=Path("gradebook.sqlite"), help="default: gradebook.sqlite"
+    )
+    grade.add_argument("--report", type=Path, help="write one feedback file per student here")
+    grade.add_argument("--report-format", choices=["md", "html"], default="md", help="default: md")
+    grade.add_argument("-j", "--jobs", type=int, default=1, help="notebooks graded at once")
+    grade.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per cell and per exercise (60)"
+    )
+    grade.add_argument(
+        "--memory", type=float, default=2048.0, help="memory limit per submission in MB (2048)"
+    )
+    grade.add_argument("--regrade", action="store_true", help="grade again what is graded")
+    grade.add_argument("--seed", type=int, help="fixed seed for the cases (default: random)")
+    grade.add_argument(
+        "--exercises-module", action="append", default=[], metavar="PATH",
+        help="extra exercise module (.py file defining EXERCISES); may be repeated",
+    )  # fmt: skip
+    grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
+    grade.set_defaults(run=run_grade)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from .build import BuildError, build, check_up_to_date
+
+    try:
+        if args.check:
+            return check_up_to_date(args.solutions, args.exercises)
+        return build(args.solutions, args.exercises, force=args.force)
+    except BuildError as exc:
+        print(f"build-exercises: {exc}", file=sys.stderr)
+        return 2
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    from .gradebook import Gradebook
+    from .grader import collect_submissions, grade_batch
+
+    for module in args.exercises_module:
+        registry.load_module(module)
+    try:
+        submissions = collect_submissions(args.submissions)
+    except FileNotFoundError as exc:
+        print(f"grade: {exc}", file=sys.stderr)
+        return 2
+    if not submissions:
+        print("grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
+        return 2
+    with Gradebook(args.db) as book:
+        summary = grade_batch(
+            submissions, book, jobs=args.jobs, regrade=args.regrade, timeout=args.timeout,
+            memory_mb=args.memory, seed=args.seed, progress=False if args.quiet else None,
+        )  # fmt: skip
+        keys = [s.key for s in submissions]
+        if not args.quiet:
+            print_table(book, keys)
+        print(
+            f"graded {len(summary.graded)}, skipped {len(summary.skipped)} already graded "
+            f"(--regrade to redo), {len(summary.errors)} grader errors; gradebook: {args.db}"
+        )
+        for sub, error in summary.errors:
+            print(f"grader error on {sub.path}: {error}", file=sys.stderr)
+        if args.out:
+            n = book.export_csv(args.out, keys)
+            print(f"wrote {n} rows to {args.out}")
+        if args.report:
+            paths = book.write_reports(args.report, keys, fmt=args.report_format)
+            print(f"wrote {len(paths)} feedback reports to {args.report}/")
+    return 1 if summary.errors else 0
+
+
+def print_table(book, keys: list[str]) -> None:
+    """One line per submission: student, notebook, points, and how many of each status."""
+    from collections import Counter
+
+    statuses: dict[str, Counter] = {}
+    for row in book.rows(keys):
+        statuses.setdefault(row["submission"], Counter())[row["status"]] += 1
+    for sub in book.submission_rows(keys):
+        counts = ", ".join(
+            f"{n} {s}" for s, n in sorted(statuses.get(sub["submission"], {}).items())
+        )
+        points = f"{sub['score']:g}/{sub['max_score']:g}"
+        print(f"{sub['student']:<16} {sub['notebook']:<28} {points:>9}  {counts}")
