@@ -345,6 +345,19 @@ TOPO = Exercise(
             detector(lambda got, exp, case: _is_topological(got[::-1], exp)),
         ),
         Mistake(
+            "Every node is there once, but some node comes before one of its parents. A "
+            "parent reached along another path may still be waiting lower on the stack: "
+            "append a node only when all of its parents are already in the list.",
+            detector(
+                lambda got, exp, case: (
+                    isinstance(got, list)
+                    and sorted(got) == exp["nodes"]
+                    and not _is_topological(got, exp)
+                    and not _is_topological(got[::-1], exp)
+                )
+            ),
+        ),
+        Mistake(
             "A node appears more than once: keep a `visited` set so a node reached along "
             "two paths is listed only once.",
             detector(lambda got, exp, case: isinstance(got, list) and len(got) > len(set(got))),
