@@ -77,32 +77,33 @@ def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: It
     """
     wanted = set(wanted)
     found = {}
-    pending = {root: seed}
+    pending = {root: seed}  # gradients received so far, for nodes not yet processed
     for node in reversed(topological_order(root)):
         g = pending.pop(node, None)
         if g is None:  # no gradient reaches this node
             continue
         if accumulate:
             node.grad = g if node.grad is None else node.grad + g
-        if node in wanted:
+        if wanted and node in wanted:
             found[node] = g
         fn = node._fn
-        if fn is None:
+        if fn is None:  # a leaf: nothing further back
             continue
         parents = node._prev
         if create_graph:
             out, inputs = node, parents
         else:
             out, inputs = node.data, [p.data for p in parents]
-        ctx = node._ctx or {}
-        if fn.vjp is not None:
-            shares = [
-                rule(g, out, *inputs, **ctx) if rule is not None and p.requires_grad else None
-                for p, rule in zip(parents, fn.vjp)
-            ]
-        else:
-            shares = fn.vjp_all(g, out, *inputs, **ctx)
-        for parent, share in zip(parents, shares):
-            if share is not None and parent.requires_grad:
-                pending[parent] = share if parent not in pending else pending[parent] + share
+        params = node._ctx  # the primitive's keyword parameters (axis=..., shape=...) or None
+        if fn.vjp is not None:  # one rule per input: upstream gradient -> that input's share
+            for parent, rule in zip(parents, fn.vjp):
+                if rule is not None and parent.requires_grad:
+                    share = rule(g, out, *inputs, **params) if params else rule(g, out, *inputs)
+                    received = pending.get(parent)
+                    pending[parent] = share if received is None else received + share
+        else:  # a primitive with any number of inputs gives all the shares at once
+            for parent, share in zip(parents, fn.vjp_all(g, out, *inputs, **(params or {}))):
+                if parent.requires_grad:
+                    received = pending.get(parent)
+                    pending[parent] = share if received is None else received + share
     return found

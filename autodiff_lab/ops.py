@@ -27,6 +27,8 @@ __all__ = [
 
 def _is_traced(x) -> bool:
     """True for the course's own number types (they know how to record an op)."""
+    if type(x) is np.ndarray or type(x) is float:
+        return False
     return hasattr(x, "_fn") or hasattr(x, "tangent")
 
 
@@ -87,11 +89,13 @@ sqrt = _elementwise("sqrt", math.sqrt, np.sqrt, "square root.  d/dx = 1 / (2 sqr
 
 def shape(x) -> tuple:
     """The shape of an array-like; ``()`` for a Python number."""
-    return getattr(x, "shape", ())
+    return x.shape if type(x) is np.ndarray else getattr(x, "shape", ())
 
 
 def sum(x, axis=None, keepdims=False):  # noqa: A001
     """Sum over ``axis`` (all axes when None)."""
+    if type(x) is np.ndarray:
+        return x.sum(axis=axis, keepdims=keepdims)
     if _is_traced(x):
         return x.sum(axis=axis, keepdims=keepdims)
     return np.sum(x, axis=axis, keepdims=keepdims)
@@ -146,12 +150,13 @@ def sum_to(x, target_shape):
     x_shape = shape(x)
     if x_shape == target_shape:
         return x
-    lead = len(x_shape) - len(target_shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(target_shape) if n == 1 and x_shape[lead + i] != 1
-    )
-    out = sum(x, axis=axes, keepdims=True) if axes else x
-    return reshape(out, target_shape) if shape(out) != target_shape else out
+    lead = len(x_shape) - len(target_shape)  # axes broadcasting added in front
+    stretched = tuple(i for i, n in enumerate(target_shape) if n == 1 and x_shape[lead + i] != 1)
+    if lead:
+        x = sum(x, axis=tuple(range(lead)))
+    if stretched:  # size-1 axes that broadcasting stretched
+        x = sum(x, axis=stretched, keepdims=True)
+    return x
 
 
 def unbroadcast(grad, like):
@@ -165,13 +170,15 @@ def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) along ``axis``, shifted by the max so exp cannot overflow."""
     if _is_traced(x):
         return x.softmax(axis=axis)
-    z = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return z / np.sum(z, axis=axis, keepdims=True)
+    z = np.exp(x - x.max(axis=axis, keepdims=True))
+    z /= z.sum(axis=axis, keepdims=True)
+    return z
 
 
 def log_softmax(x, axis=-1):
     """x - log(sum(exp(x))) along ``axis``, computed stably (log-sum-exp)."""
     if _is_traced(x):
         return x.log_softmax(axis=axis)
-    shifted = x - np.max(x, axis=axis, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    shifted = x - x.max(axis=axis, keepdims=True)
+    shifted -= np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return shifted

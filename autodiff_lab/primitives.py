@@ -227,16 +227,19 @@ def _count(x_shape, axis) -> int:
 
 SUM = primitive(  # every input entry contributes once: the gradient is copied back
     "sum",
-    lambda x, axis=None, keepdims=False: np.sum(x, axis=axis, keepdims=keepdims),
-    vjp=(lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims),),
+    lambda x, axis=None, keepdims=False: np.asarray(x).sum(axis=axis, keepdims=keepdims),
+    vjp=(
+        lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims),
+    ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
 )
 MEAN = primitive(  # a sum divided by the count of entries summed
     "mean",
-    lambda x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims),
+    lambda x, axis=None, keepdims=False: np.asarray(x).mean(axis=axis, keepdims=keepdims),
     vjp=(
-        lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims)
-        / _count(shape(x), axis),
+        lambda g, out, x, axis=None, keepdims=False: (
+            _expand_reduced(g, shape(x), axis, keepdims) / _count(shape(x), axis)
+        ),
     ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
 )
@@ -254,8 +257,9 @@ MAX = primitive(  # only the largest entry moves the max
     "max",
     lambda x, axis=None, keepdims=False: np.max(x, axis=axis, keepdims=keepdims),
     vjp=(
-        lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims)
-        * _argmax_mask(out, x, axis, keepdims),
+        lambda g, out, x, axis=None, keepdims=False: (
+            _expand_reduced(g, shape(x), axis, keepdims) * _argmax_mask(out, x, axis, keepdims)
+        ),
     ),
     jvp=(
         lambda t, out, x, axis=None, keepdims=False: ops.sum(
@@ -353,6 +357,8 @@ def _mT(x):
 
 
 def _matmul_grad_a(g, a, b):
+    if len(shape(a)) == 2 and len(shape(b)) == 2:  # the common case: dA = G B^T
+        return g @ b.T
     if len(shape(b)) == 1:  # (..., k) @ (k,) -> (...): dA = g[..., None] * b
         return sum_to(ops.reshape(g, shape(g) + (1,)) * b, shape(a))
     if len(shape(a)) == 1:  # (k,) @ (..., k, n) -> (..., n): dA = sum of b @ g
@@ -361,6 +367,8 @@ def _matmul_grad_a(g, a, b):
 
 
 def _matmul_grad_b(g, a, b):
+    if len(shape(a)) == 2 and len(shape(b)) == 2:  # the common case: dB = A^T G
+        return a.T @ g
     if len(shape(a)) == 1 and len(shape(b)) == 1:  # dot product: dB = g a
         return g * a
     if len(shape(a)) == 1:  # (k,) @ (..., k, n): dB = a[:, None] * g[..., None, :]
@@ -395,17 +403,24 @@ def _one_hot(targets, num_classes, dtype):
 
 def _cross_entropy(logits, targets):
     logp = ops.log_softmax(logits, -1)
-    return -np.mean(logp[np.arange(len(targets)), targets])
+    return -logp[np.arange(len(targets)), targets].mean()
 
 
-CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i];  dL/dz = (softmax(z) - onehot(y)) / N
+def _cross_entropy_vjp(g, out, z, targets):
+    """dL/dz = g (softmax(z) - onehot(targets)) / N."""
+    n, classes = shape(z)
+    p = ops.softmax(z, -1)
+    if type(p) is np.ndarray:  # a fresh array: subtract the one-hot in place (no N x C copy)
+        p[np.arange(n), targets] -= 1
+        p *= g / n
+        return p
+    return g * (p - _one_hot(targets, classes, constant(z).dtype)) / n
+
+
+CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i]
     "cross_entropy",
     _cross_entropy,
-    vjp=(
-        lambda g, out, z, targets: g
-        * (ops.softmax(z, -1) - _one_hot(targets, shape(z)[1], constant(z).dtype))
-        / shape(z)[0],
-    ),
+    vjp=(_cross_entropy_vjp,),
     jvp=(
         lambda t, out, z, targets: ops.mean(
             ops.sum(ops.softmax(z, -1) * t, -1, keepdims=False)

@@ -35,8 +35,7 @@ def _to_array(data, dtype, where: str) -> np.ndarray:
         ) from None
     if arr.dtype.kind not in "biuf":
         raise TypeError(
-            f"{where}: needs numbers, got dtype {arr.dtype} from {type(data).__name__} "
-            f"{data!r:.60}"
+            f"{where}: needs numbers, got dtype {arr.dtype} from {type(data).__name__} {data!r:.60}"
         )
     if arr.dtype.kind != "f":
         arr = arr.astype(np.float64)
@@ -60,25 +59,33 @@ class Tensor:
 
     @classmethod
     def _result(cls, data, parents, fn, ctx=None):
+        """A new node for the output of ``fn``: recorded only if some input requires grad."""
         out = cls.__new__(cls)
         out.data = data
         out.grad = None
         out.label = ""
-        if graph._GradMode.enabled and any(p.requires_grad for p in parents):
-            out.requires_grad = True
-            out._prev, out._fn, out._ctx = parents, fn, ctx
-        else:
-            out.requires_grad = False
-            out._prev, out._fn, out._ctx = (), None, None
+        out.requires_grad = False
+        out._prev, out._fn, out._ctx = (), None, None
+        if graph._GradMode.enabled:
+            for p in parents:
+                if p.requires_grad:
+                    out.requires_grad = True
+                    out._prev, out._fn, out._ctx = parents, fn, ctx
+                    break
         return out
 
     @classmethod
     def _apply(cls, fn, *inputs, **params):
         """Compute primitive ``fn`` on the inputs' data and record the node."""
-        like = next(x for x in inputs if isinstance(x, Tensor))
-        tensors = tuple(x if isinstance(x, Tensor) else _constant(x, like, fn) for x in inputs)
-        data = fn.forward(*[t.data for t in tensors], **params)
-        return cls._result(data, tensors, fn, params or None)
+        for x in inputs:
+            if not isinstance(x, Tensor):  # numbers and arrays become constant tensors
+                like = next(t for t in inputs if isinstance(t, Tensor))
+                inputs = tuple(
+                    t if isinstance(t, Tensor) else _constant(t, like, fn) for t in inputs
+                )
+                break
+        data = fn.forward(*[t.data for t in inputs], **params)
+        return cls._result(data, inputs, fn, params or None)
 
     # --- array facts -------------------------------------------------------------------
 
@@ -381,9 +388,7 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
         if len(s) != len(ref) or any(
             x != y for i, (x, y) in enumerate(zip(s, ref)) if i != axis % len(ref)
         ):
-            raise ValueError(
-                f"concatenate: shapes {shapes} must match except along axis {axis}"
-            )
+            raise ValueError(f"concatenate: shapes {shapes} must match except along axis {axis}")
     return Tensor._apply(P.CONCATENATE, *tensors, axis=axis)
 
 
@@ -413,9 +418,14 @@ def cross_entropy(logits: Tensor, targets) -> Tensor:
             f"cross_entropy: targets must be {logits.shape[0]} integer class indices, got "
             f"shape {targets.shape} dtype {targets.dtype}"
         )
-    if targets.size and (targets.min() < 0 or targets.max() >= logits.shape[1]):
+    if targets.size and targets.dtype.kind == "i" and targets.min() < 0:
         raise ValueError(
-            f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got values from "
-            f"{targets.min()} to {targets.max()}"
+            f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got {targets.min()}"
         )
-    return Tensor._apply(P.CROSS_ENTROPY, logits, targets=targets)
+    try:
+        return Tensor._apply(P.CROSS_ENTROPY, logits, targets=targets)
+    except IndexError:  # a target >= number of classes
+        raise ValueError(
+            f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got values up to "
+            f"{targets.max()}"
+        ) from None

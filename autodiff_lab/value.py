@@ -113,9 +113,7 @@ class Value:
         exponent = _as_number(other, "**")
         if self.data == 0 and exponent < 0:
             raise ZeroDivisionError(f"Value **: 0 raised to the negative power {exponent:g}")
-        return Value._result(
-            self.data**exponent, (self,), P.POW_CONST, {"exponent": exponent}
-        )
+        return Value._result(self.data**exponent, (self,), P.POW_CONST, {"exponent": exponent})
 
     def __neg__(self):
         return Value._result(-self.data, (self,), P.NEG)
@@ -175,6 +173,27 @@ class Value:
         return Value._result(abs(self.data), (self,), P.ABS)
 
     __abs__ = abs
+
+    # --- many scalars at once ------------------------------------------------------------
+
+    @staticmethod
+    def sum(values, start=0.0) -> Value:
+        """``start + v1 + ... + vn`` recorded as one ``Σ`` node (each input's gradient: 1)."""
+        values = [v if isinstance(v, Value) else Value(_as_number(v, "sum")) for v in values]
+        if start != 0.0:
+            values.append(start if isinstance(start, Value) else Value(_as_number(start, "sum")))
+        data = P._sum_numbers([v.data for v in values])
+        return Value._result(data, tuple(values), P.ADD_N)
+
+    @staticmethod
+    def dot(ws, xs) -> Value:
+        """``w1*x1 + ... + wn*xn`` as one node: d/dwi = xi, d/dxi = wi (a neuron's core)."""
+        ws = [w if isinstance(w, Value) else Value(_as_number(w, "dot")) for w in ws]
+        xs = [x if isinstance(x, Value) else Value(_as_number(x, "dot")) for x in xs]
+        if len(ws) != len(xs):
+            raise ValueError(f"Value.dot: {len(ws)} weights but {len(xs)} inputs")
+        data = P._sum_numbers([w.data * x.data for w, x in zip(ws, xs)])
+        return Value._result(data, (*ws, *xs), P.DOT)
 
     # --- comparisons: plain bools on .data, for Python control flow (`if x > 0:`) ------
     # (== is left as identity, so a Value can be a dict key.)

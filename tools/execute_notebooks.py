@@ -25,7 +25,10 @@ def execute(path: Path, timeout: int = 600) -> float:
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     nbformat.write(nb, path)
     return time.perf_counter() - start

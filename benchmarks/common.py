@@ -1,0 +1,53 @@
+"""Shared timing helpers: one process, one BLAS thread, engines alternated, medians."""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import time
+from collections.abc import Callable
+
+from threadpoolctl import threadpool_limits
+
+
+def one_blas_thread():
+    """Context manager limiting numpy's (and torch's) BLAS to one thread."""
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+    return threadpool_limits(limits=1)
+
+
+def time_alternating(engines: dict[str, Callable[[], object]], rounds: int, repeat: int = 1):
+    """Median seconds per call for each engine, calling them in turn each round.
+
+    Alternating spreads any slowdown of a shared machine over all engines alike, so the
+    ratios stay meaningful even when absolute times move. The garbage collector is run
+    before each timing, so no engine pays for another one's garbage.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in engines}
+    for fn in engines.values():  # warm up (imports, caches, first allocations)
+        fn()
+    for _ in range(rounds):
+        for name, fn in engines.items():
+            gc.collect()
+            start = time.perf_counter()
+            for _ in range(repeat):
+                fn()
+            samples[name].append((time.perf_counter() - start) / repeat)
+    return {name: statistics.median(s) for name, s in samples.items()}
+
+
+def print_table(title: str, rows: list[dict], columns: list[str]):
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "|".join("---" for _ in columns) + "|")
+    for row in rows:
+        cells = []
+        for c in columns:
+            v = row.get(c, "")
+            cells.append(f"{v:.4g}" if isinstance(v, float) else str(v))
+        print("| " + " | ".join(cells) + " |")
