@@ -1,0 +1,206 @@
+"""The exercise spec, plain-data transport, and the in-notebook ``check`` scorecard."""
+
+from __future__ import annotations
+
+import math
+
+import nbformat
+import numpy as np
+import pytest
+from grading_testkit import EXERCISES_MODULE, load_test_exercises, write_notebook
+
+from autodiff_lab.grading import allclose_nested, check, checking, registry
+from autodiff_lab.grading.plaindata import PlainDataError, dumps, loads, to_plain
+
+
+@pytest.fixture(autouse=True)
+def fresh_attempts(monkeypatch):
+    """Each test starts as a fresh kernel would: no earlier attempts, not grading."""
+    load_test_exercises()
+    monkeypatch.delenv("AUTODIFF_LAB_GRADING", raising=False)
+    checking._attempts.clear()
+    yield
+    checking._attempts.clear()
+
+
+# --- spec and transport --------------------------------------------------------------------
+
+
+def test_allclose_nested_is_structure_aware():
+    assert allclose_nested([1.0, (2.0, np.ones(2))], (1, [2.0 + 1e-9, np.ones(2)]))
+    assert allclose_nested({"w": np.arange(3.0)}, {"w": np.arange(3.0) * (1 + 1e-8)})
+    assert allclose_nested(float("nan"), float("nan"))
+    assert not allclose_nested(1.0, 1.001)  # outside rtol=1e-6
+    assert not allclose_nested(np.ones(3), np.ones((3, 1)))  # shapes must match
+    assert not allclose_nested([1.0, 2.0], [1.0, 2.0, 3.0])
+    assert not allclose_nested({"a": 1.0}, {"b": 1.0})
+    assert not allclose_nested(True, 1)  # a bool is not a number here
+    assert not allclose_nested("1.0", 1.0)
+    assert not allclose_nested(None, 0.0)
+    assert not allclose_nested(float("inf"), 1e308)
+
+
+def test_plain_data_round_trip_keeps_types():
+    value = (1, [2.5, float("nan")], {"a": np.arange(6).reshape(2, 3), 3: (True, None)}, "s")
+    back = loads(dumps(value))
+    assert isinstance(back, tuple) and isinstance(back[1], list)
+    assert back[0] == 1 and back[1][0] == 2.5 and math.isnan(back[1][1])
+    assert back[2]["a"].dtype == np.int64 and back[2]["a"].shape == (2, 3)
+    np.testing.assert_array_equal(back[2]["a"], np.arange(6).reshape(2, 3))
+    assert back[2][3] == (True, None) and back[3] == "s"
+    empty = loads(dumps(np.zeros((0, 2))))
+    assert empty.shape == (0, 2)
+
+
+def test_plain_data_refuses_objects():
+    class Sneaky:
+        pass
+
+    for bad in (Sneaky(), np.array([Sneaky()], dtype=object), {1, 2}, lambda: 0):
+        with pytest.raises(PlainDataError, match="cannot send"):
+            to_plain(bad)
+    with pytest.raises(PlainDataError, match="unknown tagged"):
+        loads('{"__pickle__": "gASV"}')
+
+
+# --- the scorecard -----------------------------------------------------------------------------
+
+
+def right_dsin(x):
+    return math.cos(x)
+
+
+def test_passing_answer_scores_full_marks(capsys):
+    result = check("97.1", right_dsin)
+    out = capsys.readouterr().out
+    assert (result.status, result.score, result.max_score) == ("passed", 6.0, 6.0)
+    assert "Exercise 97.1: The derivative of sin — PASSED (6/6 points)" in out
+    assert out.count("✓") == 5 and "Hint" not in out
+
+
+def test_known_mistake_gets_its_own_hint_first(capsys):
+    result = check("97.1", lambda x: -math.cos(x))
+    out = capsys.readouterr().out
+    assert result.status == "failed"
+    assert result.score == 0.0
+    assert result.hints == ["Check the sign: d/dx sin x = +cos x."]
+    assert "NUDGE" not in out and "Check the sign" in out
+
+
+def test_hints_are_tiered_over_repeated_attempts(capsys):
+    wrong = math.sin  # no known mistake explains this one
+    first = check("97.1", wrong)
+    second = check("97.1", wrong)
+    third = check("97.1", wrong)
+    fourth = check("97.1", wrong)
+    assert first.hints == ["NUDGE-1: picture the slope of sin."]
+    assert [h[:7] for h in second.hints] == ["NUDGE-1", "NUDGE-2"]
+    assert [h[:7] for h in third.hints] == ["NUDGE-1", "NUDGE-2", "NUDGE-3"]
+    assert fourth.hints == third.hints  # no more tiers than there are nudges
+    assert first.status == "failed" and "got 0.0, expected 1.0" in capsys.readouterr().out
+
+
+def test_partial_answer_gets_partial_points():
+    def dsin(x):
+        return math.cos(x) if x != 0 else 0.0
+
+    result = check("97.1", dsin, show=False)
+    assert (result.status, result.score, result.max_score) == ("failed", 4.0, 6.0)
+    edge = [c for c in result.cases if c.name == "edge: x = 0"][0]
+    assert not edge.passed and edge.message == "got 0.0, expected 1.0"
+
+
+def test_stub_is_not_attempted_not_a_crash(capsys):
+    def dsin(x):
+        raise NotImplementedError("Exercise 97.1: dsin(x): return d/dx sin(x) at x")
+
+    result = check("97.1", dsin)
+    out = capsys.readouterr().out
+    assert (result.status, result.score) == ("not attempted", 0.0)
+    assert "NOT ATTEMPTED (0/6 points)" in out
+    assert "Replace the `raise NotImplementedError(...)` line in `dsin`" in out
+    assert "Traceback" not in out
+
+
+def test_errors_show_one_short_line_not_a_traceback(capsys):
+    def dsin(x):
+        return 1 / 0
+
+    result = check("97.1", dsin)
+    out = capsys.readouterr().out
+    assert result.status == "failed" and result.score == 0
+    assert all(c.message.startswith("ZeroDivisionError: division by zero") for c in result.cases)
+    assert "Traceback" not in out and 'File "' not in out
+
+
+def test_sys_exit_inside_an_answer_is_caught():
+    result = check("97.1", lambda x: exit(3), show=False)
+    assert result.status == "failed"
+    assert result.cases[0].message.startswith("SystemExit")
+
+
+def test_non_plain_results_are_reported():
+    result = check("97.3", lambda v, a: object(), show=False)
+    assert result.status == "failed"
+    assert result.cases[0].message.startswith("TypeError: float() argument must be")
+
+
+def test_arrays_and_results_repr():
+    result = check("97.3", lambda v, a: a * np.asarray(v), show=False)
+    assert result.status == "passed" and result.max_score == 4.0
+    assert repr(result) == "<CheckResult exercise 97.3: passed, 4/4 points>"
+
+
+def test_unknown_exercise_is_a_clear_message(capsys):
+    result = check("97.99", right_dsin)
+    assert result.status == "error"
+    assert "no exercise '97.99'" in capsys.readouterr().out
+
+
+def test_html_scorecard_escapes_text():
+    result = check("97.1", lambda x: "<b>", show=False)
+    html = result.to_html()
+    assert 'class="autodiff-lab-scorecard"' in html
+    assert "could not convert string to float: &#x27;&lt;b&gt;&#x27;" in html
+    assert "'<b>'" not in html
+
+
+def test_check_does_nothing_while_the_grader_runs_the_notebook(monkeypatch, capsys):
+    monkeypatch.setenv("AUTODIFF_LAB_GRADING", "1")
+    result = check("97.1", right_dsin)
+    assert result.status == "skipped" and capsys.readouterr().out == ""
+
+
+def test_registry_finds_and_orders_exercises():
+    ids = [e.id for e in registry.all_exercises()]
+    assert ["97.1", "97.2", "97.3"] == [i for i in ids if i.startswith("97.")]
+    assert registry.get("97.2").answer == "square"
+    with pytest.raises(ValueError, match="defined twice"):
+        registry.register(
+            registry.get("97.2").__class__(**{**vars(registry.get("97.1")), "title": "x"})
+        )
+
+
+def test_scorecard_in_a_real_kernel_is_html_and_shown_once(tmp_path):
+    from nbclient import NotebookClient
+
+    path = write_notebook(
+        tmp_path / "nb.ipynb",
+        [
+            f"from autodiff_lab.grading import check, registry\n"
+            f"registry.load_module({EXERCISES_MODULE!r})\nimport math",
+            "def dsin(x):\n    return -math.cos(x)\ncheck('97.1', dsin)",
+            "r = check('97.1', math.sin)",
+            "r",
+            "r.score, r.max_score, r.status",
+        ],
+    )
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    outputs = [cell.outputs for cell in nb.cells]
+    for cell_outputs in outputs[1:4]:  # each scorecard shows exactly once
+        assert len(cell_outputs) == 1 and cell_outputs[0].output_type == "display_data"
+        assert 'class="autodiff-lab-scorecard"' in cell_outputs[0].data["text/html"]
+    assert "Check the sign" in outputs[1][0].data["text/html"]
+    assert "NUDGE-1" in outputs[2][0].data["text/html"]  # first attempt at a non-mistake
+    assert outputs[4][0].data["text/plain"] == "(0.0, 6.0, 'failed')"
