@@ -225,6 +225,11 @@ def vjp(f: Callable, *primals):
         out = f(*leaves)
 
     def vjp_fn(cotangent):
+        if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
+            primal_part, tangent_part = vjp_fn(cotangent.primal), vjp_fn(cotangent.tangent)
+            return tuple(
+                Dual(p, t, cotangent.tag) for p, t in zip(primal_part, tangent_part, strict=True)
+            )
         if isinstance(out, Value):
             seed = cotangent if nested else float(cotangent)
         else:
@@ -390,15 +395,51 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
     """The matrix of second derivatives of a scalar ``f``: shape ``x.shape + x.shape``.
 
     ``mode="fwd-rev"`` (the default, as in JAX and ``torch.func``): ``jacfwd(jacrev(f))``,
-    the gradient's graph is recorded once per column and replayed with dual numbers.
+    forward over reverse. The gradient's graph is recorded once, then replayed with one
+    dual number ``x + e_j ε`` per column ``j`` (:func:`autodiff_lab.tangents.replay`).
     ``mode="rev-rev"``: ``jacrev(jacrev(f))``, one backward pass through the gradient's
-    graph per row. Both give the same matrix; forward-over-reverse is usually cheaper.
+    graph per row. Both give the same matrix at about the same cost: ``x.size`` passes
+    over the gradient's graph.
     """
-    if mode == "fwd-rev":
-        return jacfwd(jacrev(f, argnums), argnums)
+    if mode not in HESSIAN_MODES:
+        raise ValueError(f"hessian: mode must be one of {HESSIAN_MODES}, got {mode!r}")
+    gradient = jacrev(f, argnums)
     if mode == "rev-rev":
-        return jacrev(jacrev(f, argnums), argnums)
-    raise ValueError(f"hessian: mode must be one of {HESSIAN_MODES}, got {mode!r}")
+        return jacrev(gradient, argnums)
+    columns_by_jvp = jacfwd(gradient, argnums)
+
+    def hessian_f(*args):
+        x = args[argnums]
+        if _has_dual(args) or _is_node(x) or _ReverseNesting.depth > 0:
+            return columns_by_jvp(*args)  # nested inside another transformation
+        # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
+        x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+        args = list(args)
+        leaf = args[argnums] = _leaf(x)
+        recorded = gradient(*args)  # a graph from `leaf` (nested mode)
+        columns = []
+        for e in _basis(np.shape(x)):
+            tag = new_tag()
+            replayed = replay(recorded, {leaf: Dual(x, e, tag)})
+            columns.append(_raw(_tangent_of(replayed, tag)[1]))
+        if not np.shape(x):
+            return np.asarray(columns[0], dtype=float)[()]
+        return _stack_last(columns).reshape(np.shape(_raw(recorded)) + np.shape(x))
+
+    hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
+    return hessian_f
+
+
+def _basis(shape: tuple):
+    """The unit vectors e_0, e_1, ... of arrays of ``shape`` (the number 1.0 for a scalar)."""
+    if not shape:
+        yield 1.0
+        return
+    n = int(np.prod(shape, dtype=np.int64))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = 1.0
+        yield e.reshape(shape)
 
 
 def hvp(f: Callable, x, v, mode: str = "fwd-rev"):
