@@ -42,22 +42,28 @@ def no_grad():
 def topological_order(root) -> list:
     """All nodes ``root`` depends on, each listed after every node it was computed from.
 
-    Iterative depth-first search (no recursion, so a chain of a million operations is
-    fine). Parents are visited in ``_prev`` order, so the order is the same every run.
+    Depth-first search with an explicit stack (no recursion, so a chain of a million
+    operations is fine). A node is *expanded* the first time it reaches the top of the
+    stack (its parents are pushed above it) and *placed* in the order the second time,
+    when all its parents have been placed. Parents are visited in ``_prev`` order, so
+    the order is the same every run, and the same as the recursive version's.
     """
     order = []
-    visited = {root}
-    stack = [(root, iter(root._prev))]
+    expanded = set()  # nodes whose parents have been pushed
+    placed = set()  # nodes already in `order`
+    stack = [root]
     while stack:
-        node, parents = stack[-1]
-        for parent in parents:
-            if parent not in visited:
-                visited.add(parent)
-                stack.append((parent, iter(parent._prev)))
-                break
-        else:  # every parent is already in `order`: the node can follow them
+        node = stack[-1]
+        if node in expanded:  # back on top: every parent is placed
             stack.pop()
-            order.append(node)
+            if node not in placed:  # (it may have been pushed twice)
+                placed.add(node)
+                order.append(node)
+        else:
+            expanded.add(node)
+            for parent in reversed(node._prev):  # reversed: the first parent is done first
+                if parent not in expanded:
+                    stack.append(parent)
     return order
 
 
