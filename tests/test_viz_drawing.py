@@ -1,0 +1,239 @@
+"""draw_graph and the DOT -> SVG renderer, checked on the rendered SVG.
+
+Expected numbers come from closed forms (math module), never from the drawing code.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+import stat
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from autodiff_lab import Tensor, Value
+from autodiff_lab.viz import draw_graph, render
+
+VALUE_BOX = re.compile(r'<g id="(v\d+)" class="node value (\w+)">(.*?)</g>', re.S)
+OP_CIRCLE = re.compile(r'<g id="(o\d+)" class="node op (\w+)">(.*?)</g>', re.S)
+TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.S)
+
+
+def boxes(svg: str) -> dict[str, tuple[str, str]]:
+    """SVG id -> (state, all the box's texts joined by ' | ')."""
+    return {
+        m.group(1): (m.group(2), html.unescape(" | ".join(TEXT.findall(m.group(3)))))
+        for m in VALUE_BOX.finditer(svg)
+    }
+
+
+@pytest.fixture(autouse=True)
+def wasm_renderer(monkeypatch):
+    """The renderer the stored notebook outputs use (independent of any `dot` binary)."""
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "wasm")
+
+
+def small_graph():
+    """d = tanh(a*b + a) with a used twice (fan-out)."""
+    a, b = Value(0.5, label="a"), Value(-0.75, label="b")
+    c = a * b
+    c.label = "c"
+    d = (c + a).tanh()
+    d.label = "d"
+    return a, b, c, d
+
+
+def test_value_graph_has_a_box_per_value_and_a_circle_per_operation():
+    a, b, c, d = small_graph()
+    d.backward()
+    drawing = draw_graph(d)
+    svg = drawing.svg
+    found = boxes(svg)
+    assert drawing.node_count == 5 and len(found) == 5  # a, b, c, c+a, d
+    assert len(OP_CIRCLE.findall(svg)) == 3  # *, +, tanh
+    texts = {text.split(" | ")[0]: text for _, text in found.values()}
+    # closed forms: d = tanh(ab + a); dd/da = (1 - d^2)(b + 1), dd/db = (1 - d^2) a
+    s = 1 - math.tanh(0.5 * -0.75 + 0.5) ** 2
+    assert f"grad {s * (-0.75 + 1):.4f}" in texts["a"]
+    assert f"grad {s * 0.5:.4f}" in texts["b"]
+    assert "data -0.3750" in texts["c"]
+    assert f"data {math.tanh(0.125):.4f}" in texts["d"] and "grad 1.0000" in texts["d"]
+    assert svg.startswith("<svg") and "<!--" not in svg  # embeddable, no version stamp
+
+
+def test_drawing_is_deterministic():
+    first = draw_graph(small_graph()[3])
+    second = draw_graph(small_graph()[3])  # a new graph with the same structure
+    assert first.dot == second.dot
+    assert first.svg == second.svg
+
+
+def test_left_to_right_inputs_before_output():
+    a, b, c, d = small_graph()
+    svg = draw_graph(d).svg
+
+    def x_of(node_id):
+        block = re.search(rf'<g id="{node_id}" .*?</g>', svg, re.S).group(0)
+        xs = [float(v) for v in re.findall(r'x="(-?[\d.]+)"', block)]
+        return min(xs)
+
+    assert x_of("v0") < x_of("v2") < x_of("v4")  # a, then c, then d further right
+
+
+def test_highlight_marks_the_chosen_value():
+    a, b, c, d = small_graph()
+    drawing = draw_graph(d, highlight=c)
+    states = {text.split(" | ")[0]: state for state, text in boxes(drawing.svg).values()}
+    assert states["c"] == "active"
+    assert all(state == "normal" for name, state in states.items() if name != "c")
+
+
+def test_title_large_font_and_no_grad():
+    drawing = draw_graph(small_graph()[3], title="tanh of a sum", large=True, show_grad=False)
+    assert "tanh of a sum" in drawing.svg
+    assert 'font-size="20.00"' in drawing.svg  # lecture font
+    assert "grad" not in " ".join(t for _, t in boxes(drawing.svg).values())
+
+
+def test_tensor_graph_shows_shape_dtype_and_summary():
+    W = Tensor(np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]) / 10, requires_grad=True, label="W")
+    x = Tensor([1.0, -1.0, 2.0], label="x")
+    loss = (W @ x).sum()
+    loss.label = "L"
+    loss.backward()
+    texts = {t.split(" | ")[0]: t for _, t in boxes(draw_graph(loss).svg).values()}
+    assert "shape (2, 3) float64" in texts["W"]
+    # dL/dW = 1 x^T: every row is x; mean 2/3, range [-1, 2]
+    assert "grad mean 0.6667, range [-1.0000, 2.0000]" in texts["W"]
+    assert "data [1.0000, -1.0000, 2.0000]" in texts["x"] and "constant (no grad)" in texts["x"]
+    assert "shape () float64" in texts["L"]
+
+
+def mlp_graph(n_in=40, widths=(30, 30, 1), seed=0):
+    """A scalar-engine MLP forward pass: thousands of Value nodes."""
+    rng = np.random.default_rng(seed)
+    h = [Value(float(v)) for v in rng.uniform(-1, 1, n_in)]
+    for width in widths:
+        h = [
+            sum((Value(float(w)) * hi for w, hi in zip(rng.uniform(-1, 1, len(h)), h, strict=True)),
+                Value(0.0)).tanh()
+            for _ in range(width)
+        ]  # fmt: skip
+    return h[0]
+
+
+def count_nodes(root) -> int:
+    """All values the root depends on (an independent walk, not the engine's)."""
+    seen, todo = {root}, [root]
+    while todo:
+        for p in todo.pop()._prev:
+            if p not in seen:
+                seen.add(p)
+                todo.append(p)
+    return len(seen)
+
+
+def test_5000_node_graph_is_cut_to_the_budget_fast_and_small():
+    root = mlp_graph()
+    total = count_nodes(root)
+    assert total > 5000
+    render.render_svg("digraph { a -> b }")  # the wasm module compiles once per process
+    start = time.perf_counter()
+    drawing = draw_graph(root)
+    svg = drawing.svg
+    seconds = time.perf_counter() - start
+    assert seconds < 2.0, f"drawing {total} nodes took {seconds:.2f} s"
+    assert len(svg.encode()) < 2_000_000
+    assert drawing.node_count == 150 and len(boxes(svg)) == 150
+    hidden = total - 150
+    assert f"{hidden:,} earlier values" in drawing.collapsed_note
+    assert f"out of {total:,}" in drawing.collapsed_note
+    assert 'id="collapsed"' in svg and "collapsed" in svg
+
+
+def test_max_nodes_none_draws_everything():
+    root = mlp_graph(n_in=3, widths=(2, 1))
+    drawing = draw_graph(root, max_nodes=None)
+    assert drawing.node_count == count_nodes(root) and drawing.collapsed_note == ""
+
+
+def test_save_svg_and_dot(tmp_path):
+    drawing = draw_graph(small_graph()[3])
+    assert (drawing.save(tmp_path / "g.svg")).read_text().startswith("<svg")
+    assert (drawing.save(tmp_path / "g.dot")).read_text().startswith("digraph")
+    with pytest.raises(ValueError, match=r"unsupported file type '\.png'"):
+        drawing.save(tmp_path / "g.png")
+
+
+def test_bad_input_is_named():
+    with pytest.raises(TypeError, match="draw_graph: expected a Value or Tensor.*float"):
+        draw_graph(3.0)
+    with pytest.raises(ValueError, match="max_nodes must be a positive int"):
+        draw_graph(small_graph()[3], max_nodes=0)
+
+
+def test_repr_svg_is_what_jupyter_shows():
+    drawing = draw_graph(small_graph()[3])
+    assert drawing._repr_svg_() == drawing.svg
+    assert repr(drawing) == "<GraphDrawing: 5 values>"
+
+
+# --- renderer choice ---------------------------------------------------------------------
+
+
+def fake_dot(directory, script: str):
+    path = directory / "dot"
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_without_dot_binary_auto_uses_wasm(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no `dot` anywhere
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "auto")
+    assert render.renderer_name() == "wasm"
+    svg = draw_graph(small_graph()[3], title="no dot here").svg
+    assert "no dot here" in svg and len(boxes(svg)) == 5
+
+
+def test_forcing_dot_without_the_binary_warns_and_still_draws(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "dot")
+    with pytest.warns(RuntimeWarning, match="no `dot` binary"):
+        assert render.renderer_name() == "wasm"
+
+
+def test_auto_uses_the_dot_binary_when_present(monkeypatch, tmp_path):
+    fake_dot(tmp_path, 'cat > /dev/null\necho \'<?xml version="1.0"?><svg id="from-dot"/>\'\n')
+    monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "auto")
+    assert render.renderer_name() == "dot"
+    assert render.render_svg("digraph { from_dot_test }") == '<svg id="from-dot"/>\n'
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "wasm")  # wasm wins when asked for
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert render.renderer_name() == "wasm"
+
+
+def test_dot_binary_failure_is_a_clear_error(monkeypatch, tmp_path):
+    fake_dot(tmp_path, "cat > /dev/null\necho 'syntax error in line 1' >&2\nexit 1\n")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "dot")
+    with pytest.raises(render.RenderError, match="syntax error in line 1"):
+        render.render_svg("digraph { failing_dot_test }")
+
+
+def test_bad_renderer_setting_is_named(monkeypatch):
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "cairo")
+    with pytest.raises(ValueError, match="AUTODIFF_LAB_RENDERER='cairo'"):
+        render.renderer_name()
+
+
+def test_bad_dot_source_raises_render_error():
+    with pytest.raises(render.RenderError, match="wasm Graphviz could not render"):
+        render.render_svg("digraph { a -> }")
