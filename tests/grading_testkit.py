@@ -36,3 +36,15 @@ def write_notebook(path: Path, cells: list[str], markdown_first: str | None = No
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, path)
     return path
+
+
+def run_cli(argv: list[str]) -> int:
+    """Run a grading sub-command in this process (as ``autodiff-lab ARGV`` would)."""
+    import argparse
+
+    from autodiff_lab.grading import cli as grading_cli
+
+    parser = argparse.ArgumentParser(prog="autodiff-lab")
+    grading_cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.run(args)

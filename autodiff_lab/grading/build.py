@@ -33,8 +33,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
-
 from . import registry
 
 MANIFEST_NAME = ".manifest.json"
@@ -132,31 +130,61 @@ def replace_regions(
     return "\n".join(out), ids, warnings
 
 
+# --- notebooks as plain JSON ----------------------------------------------------------------
+# Notebooks are JSON; reading and writing them with ``json`` keeps this module (and the
+# ``make test`` check) free of nbformat, whose schema validator takes seconds to import.
+
+
+def read_notebook(path: Path) -> dict:
+    """A notebook file as a dict, with every cell's ``source`` as one string."""
+    try:
+        nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BuildError(f"{path} is not a readable notebook: {exc}") from None
+    if not isinstance(nb, dict) or nb.get("nbformat") != 4 or not isinstance(nb.get("cells"), list):
+        raise BuildError(f"{path} is not a version 4 Jupyter notebook")
+    for cell in nb["cells"]:
+        if not isinstance(cell, dict) or "cell_type" not in cell:
+            raise BuildError(f"{path} has a malformed cell")
+        source = cell.get("source", "")
+        cell["source"] = "".join(source) if isinstance(source, list) else str(source)
+        cell.setdefault("metadata", {})
+    return nb
+
+
+def code_sources(nb: dict) -> list[str]:
+    """The source of every code cell, in order."""
+    return [c["source"] for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def dumps_notebook(nb: dict) -> str:
+    """Notebook JSON as Jupyter writes it (sorted keys, indent 1, sources as lists of lines)."""
+    nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        cell["source"] = cell["source"].splitlines(keepends=True)
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
 def generate(solution_path: Path) -> Generated:
     """The exercise notebook for one solutions notebook (nothing is written)."""
-    nb = nbformat.read(solution_path, as_version=4)
-    exercise_nb = copy.deepcopy(nb)
-    exercise_nb.metadata.pop("widgets", None)
-    cells = [c for c in exercise_nb.cells if SOLUTION_ONLY_TAG not in c.metadata.get("tags", [])]
+    nb = read_notebook(solution_path)
+    nb.get("metadata", {}).pop("widgets", None)
+    cells = [c for c in nb["cells"] if SOLUTION_ONLY_TAG not in c["metadata"].get("tags", [])]
     ids: list[str] = []
     warnings: list[str] = []
     for index, cell in enumerate(cells):
-        cell.metadata.pop("execution", None)
-        if cell.cell_type != "code":
+        cell["metadata"].pop("execution", None)
+        if cell["cell_type"] != "code":
             continue
-        cell.outputs = []
-        cell.execution_count = None
-        later = [c.source for c in cells[index + 1 :] if c.cell_type == "code"]
+        cell["outputs"] = []
+        cell["execution_count"] = None
+        later = [c["source"] for c in cells[index + 1 :] if c["cell_type"] == "code"]
         where = f"{solution_path.name} code cell {index + 1}"
-        cell.source, cell_ids, cell_warnings = replace_regions(cell.source, later, where)
+        cell["source"], cell_ids, cell_warnings = replace_regions(cell["source"], later, where)
         ids += cell_ids
         warnings += cell_warnings
-    exercise_nb.cells = cells
-    nbformat.validate(exercise_nb)
-    text = nbformat.writes(exercise_nb)
-    if not text.endswith("\n"):
-        text += "\n"
-    return Generated(solution_path, solution_path.name, text, ids, warnings)
+    nb["cells"] = cells
+    return Generated(solution_path, solution_path.name, dumps_notebook(nb), ids, warnings)
 
 
 # --- the manifest ------------------------------------------------------------------------
@@ -198,8 +226,9 @@ def _backup_path(target: Path) -> Path:
     return candidate
 
 
-def build(solutions_dir: Path, exercises_dir: Path, *, force: bool = False, out=sys.stdout) -> int:
+def build(solutions_dir: Path, exercises_dir: Path, *, force: bool = False, out=None) -> int:
     """Generate every exercise notebook; keep students' edits (see module docstring)."""
+    out = out or sys.stdout
     sources = solution_notebooks(solutions_dir)
     if not sources:
         print(f"no {solutions_dir}/*.ipynb yet: nothing to build", file=out)
@@ -243,8 +272,9 @@ def build(solutions_dir: Path, exercises_dir: Path, *, force: bool = False, out=
     return 0
 
 
-def check_up_to_date(solutions_dir: Path, exercises_dir: Path, *, out=sys.stdout) -> int:
+def check_up_to_date(solutions_dir: Path, exercises_dir: Path, *, out=None) -> int:
     """0 when every exercise notebook and the manifest match ``solutions/``, else 1."""
+    out = out or sys.stdout
     sources = solution_notebooks(solutions_dir)
     if not sources:
         print(

@@ -46,11 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import numpy as np
 
 from . import registry
-from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, sha256_file
+from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, code_sources, read_notebook, sha256_file
 from .checking import case_seed
 from .plaindata import from_plain, to_plain
 from .scoring import (
@@ -139,12 +138,12 @@ def collect_submissions(paths: list[str | Path]) -> list[Submission]:
     return list(found.values())
 
 
-def exercises_in(nb, path: Path) -> tuple[list[Exercise], list[str]]:
+def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
     """The exercises a notebook answers: its chapter's (from ``NN_`` in the file name) plus
     every id it mentions in ``check("N.M", …)``, ``# Exercise N.M`` or a stub message."""
     ids: set[str] = set()
     notes: list[str] = []
-    text = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    text = "\n".join(code_sources(nb))
     for pattern in (CHECK_CALL_RE, EXERCISE_COMMENT_RE, STUB_RE):
         ids.update(pattern.findall(text))
     chapter = CHAPTER_FILE_RE.match(path.name)
@@ -370,7 +369,7 @@ def grade_submission(
     seed = secrets.randbits(31) if seed is None else int(seed)
     sha = sha256_file(path)
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb = read_notebook(path)
     except Exception as exc:  # not JSON, not a notebook, …
         return SubmissionResult(
             submission, [], sha, seed, _now(), time.monotonic() - started,
@@ -383,7 +382,7 @@ def grade_submission(
             submission, [], sha, seed, _now(), time.monotonic() - started, notes
         )
 
-    cells = [c.source for c in nb.cells if c.cell_type == "code"]
+    cells = code_sources(nb)
     plan: dict[str, tuple[Exercise, list, list]] = {}
     for exercise in exercises:
         cases = exercise.cases(np.random.default_rng(case_seed(exercise.id, seed)))
@@ -553,7 +552,7 @@ def grade_batch(
     """
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     todo, skipped = [], []
     for sub in submissions:
