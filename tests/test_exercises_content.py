@@ -1,0 +1,520 @@
+"""The graded exercises of chapters 01–05: right answers score full marks, plausible wrong
+answers score less and get the hint that explains them, and the references agree with
+PyTorch (float64) where PyTorch can compute the same thing.
+
+The right answers here are written independently of the exercise modules (they mirror the
+solution notebooks); the wrong ones are the mistakes students actually make.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodiff_lab import Dual, Tensor, Value, topological_order
+from autodiff_lab.grading import check, registry
+from autodiff_lab.grading.exercises import ch01, ch03, ch04, ch05
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = (1, 2, 3, 4, 5)
+
+# --- right answers -------------------------------------------------------------------------
+
+
+def dual_mul(x, y):
+    (a, da), (b, db) = x, y
+    return a * b, a * db + da * b
+
+
+def dual_sin(x):
+    return math.sin(x[0]), math.cos(x[0]) * x[1]
+
+
+def dual_div(x, y):
+    (a, da), (b, db) = x, y
+    return a / b, (da * b - a * db) / b**2
+
+
+def jvp_f(x, y, dx, dy):
+    c = math.cos(x * y)
+    return (math.sin(x * y), x + y**2), (c * (y * dx + x * dy), dx + 2 * y * dy)
+
+
+def jacobian_column(f, x, j):
+    tangent = np.zeros_like(x)
+    tangent[j] = 1.0
+    return f(Dual(x, tangent)).tangent
+
+
+def jacobian_passes(n_inputs, n_outputs):
+    if n_inputs == n_outputs:
+        return n_inputs, n_outputs, "either"
+    return n_inputs, n_outputs, "forward" if n_inputs < n_outputs else "reverse"
+
+
+def vjp_f(x, y, u, v):
+    return (x * y, math.exp(x) - y**2), (u * y + v * math.exp(x), u * x - 2 * v * y)
+
+
+def backward_by_hand(a, b, c):
+    t = math.tanh(a)
+    e = a * b + c
+    e_bar, t_bar = t, e  # f = e * t
+    return e * t, (b * e_bar + (1 - t * t) * t_bar, a * e_bar, e_bar)
+
+
+def topological_sort(root):
+    order, done, stack = [], set(), [(root, False)]
+    while stack:
+        node, parents_pushed = stack.pop()
+        if node in done:
+            continue
+        if parents_pushed:  # every parent was finished above it on the stack
+            done.add(node)
+            order.append(node)
+            continue
+        stack.append((node, True))
+        stack.extend((parent, False) for parent in node._prev if parent not in done)
+    return order
+
+
+def _topological_sort_marking_too_early(root):
+    """Marks a node visited when it is pushed: a parent reached twice can come out late."""
+    order, visited, stack = [], {root}, [(root, False)]
+    while stack:
+        node, parents_pushed = stack.pop()
+        if parents_pushed:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for parent in node._prev:
+            if parent not in visited:
+                visited.add(parent)
+                stack.append((parent, False))
+    return order
+
+
+def exp_op(x):
+    out = math.exp(x)
+    return out, lambda g: g * out
+
+
+def pow_op(a, b):
+    out = a**b
+    return out, lambda g: (g * b * a ** (b - 1), g * out * math.log(a))
+
+
+def sigmoid_op(x):
+    s = 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    return s, lambda g: g * s * (1 - s)
+
+
+def backward(root, local_grads):
+    root.grad = 1.0
+    for node in reversed(topological_order(root)):
+        for parent, local in zip(node._prev, local_grads(node), strict=True):
+            parent.grad += local * node.grad
+
+
+def fit(xs, ys, lr, steps):
+    w, b = Value(0.0), Value(0.0)
+    for _ in range(steps):
+        loss = sum((w * x + b - y) ** 2 for x, y in zip(xs, ys, strict=True)) / len(xs)
+        w.grad = b.grad = 0.0
+        loss.backward()
+        w.data -= lr * w.grad
+        b.data -= lr * b.grad
+    return w.data, b.data
+
+
+def unbroadcast(grad, shape):
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1:
+            grad = grad.sum(axis=axis, keepdims=True)
+    return grad
+
+
+def matmul_backward(a, b, g):
+    return g @ b.T, a.T @ g
+
+
+def stable_softmax(x, axis=-1):
+    z = np.exp(x - x.max(axis=axis, keepdims=True))
+    return z / z.sum(axis=axis, keepdims=True)
+
+
+def log_softmax_backward(x, g, axis=-1):
+    return g - stable_softmax(x, axis) * g.sum(axis=axis, keepdims=True)
+
+
+def accuracy(logits, targets):
+    return float(np.mean(logits.argmax(axis=1) == targets))
+
+
+def cross_entropy(logits, targets):
+    n = len(targets)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    one_hot = np.eye(logits.shape[1])[targets]
+    return -logp[np.arange(n), targets].mean(), (np.exp(logp) - one_hot) / n
+
+
+def sgd_momentum_step(param, grad, velocity, lr, momentum):
+    velocity = momentum * velocity + grad
+    return param - lr * velocity, velocity
+
+
+def linear_forward_backward(x, w, b, g):
+    return x @ w + b, g @ w.T, x.T @ g, g.sum(axis=0)
+
+
+def _train(x, y, lr, epochs, batch_size, seed, *, shuffle_targets=True):
+    rng = np.random.default_rng(seed)
+    w = Tensor(np.zeros(x.shape[1]), requires_grad=True)
+    b = Tensor(0.0, requires_grad=True)
+    for _ in range(epochs):
+        order = rng.permutation(len(x))
+        for start in range(0, len(x), batch_size):
+            rows = order[start : start + batch_size]
+            targets = y[rows] if shuffle_targets else y[start : start + batch_size]
+            loss = ((Tensor(x[rows]) @ w + b - targets) ** 2).mean()
+            w.grad = b.grad = None
+            loss.backward()
+            w.data -= lr * w.grad
+            b.data -= lr * b.grad
+    return w.data.copy(), float(b.data)
+
+
+def train(x, y, lr, epochs, batch_size, seed):
+    return _train(x, y, lr, epochs, batch_size, seed)
+
+
+RIGHT = {
+    "1.1": dual_mul, "1.2": dual_sin, "1.3": dual_div, "1.4": jvp_f, "1.5": jacobian_column,
+    "2.1": jacobian_passes, "2.2": vjp_f, "2.3": backward_by_hand, "2.4": topological_sort,
+    "3.1": exp_op, "3.2": pow_op, "3.3": sigmoid_op, "3.4": backward, "3.5": fit,
+    "4.1": unbroadcast, "4.2": matmul_backward, "4.3": stable_softmax,
+    "4.4": log_softmax_backward,
+    "5.1": accuracy, "5.2": cross_entropy, "5.3": sgd_momentum_step,
+    "5.4": linear_forward_backward, "5.5": train,
+}  # fmt: skip
+
+
+# --- wrong answers: (exercise, implementation, substring of the hint it must get) ----------
+
+
+def _recursive_topological_sort(root):
+    order, seen = [], set()
+
+    def visit(node):
+        if node not in seen:
+            seen.add(node)
+            for parent in node._prev:
+                visit(parent)
+            order.append(node)
+
+    visit(root)
+    return order
+
+
+def _backward_overwriting(root, local_grads):
+    root.grad = 1.0
+    for node in reversed(topological_order(root)):
+        for parent, local in zip(node._prev, local_grads(node), strict=True):
+            parent.grad = local * node.grad  # the planted bug: = instead of +=
+
+
+def _backward_unseeded(root, local_grads):
+    for node in reversed(topological_order(root)):
+        for parent, local in zip(node._prev, local_grads(node), strict=True):
+            parent.grad += local * node.grad
+
+
+def _fit_without_zero_grad(xs, ys, lr, steps):
+    w, b = Value(0.0), Value(0.0)
+    for _ in range(steps):
+        loss = sum((w * x + b - y) ** 2 for x, y in zip(xs, ys, strict=True)) / len(xs)
+        loss.backward()
+        w.data -= lr * w.grad
+        b.data -= lr * b.grad
+    return w.data, b.data
+
+
+def _naive_sigmoid(x):
+    s = 1 / (1 + math.exp(-x))
+    return s, lambda g: g * s * (1 - s)
+
+
+def _naive_cross_entropy(logits, targets):
+    n = len(targets)
+    p = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    return -np.log(p[np.arange(n), targets]).mean(), (p - np.eye(logits.shape[1])[targets]) / n
+
+
+WRONG = [
+    ("1.1", lambda x, y: (x[0] * y[0], x[1] * y[1]), "ε² = 0"),
+    ("1.1", lambda x, y: (x[0] * y[0], x[1] * y[0]), "Only one term of the product rule"),
+    ("1.2", lambda x: (math.sin(x[0]), math.cos(x[0])), "multiply it by the incoming"),
+    ("1.2", lambda x: (math.sin(x[0]), -math.cos(x[0]) * x[1]), "Sign error"),
+    ("1.3", lambda x, y: (x[0] / y[0], (x[1] * y[0] + x[0] * y[1]) / y[0] ** 2), "minus sign"),
+    ("1.3", lambda x, y: (x[0] / y[0], (x[1] * y[0] - x[0] * y[1]) / y[0]), "b squared"),
+    (
+        "1.4",
+        lambda x, y, dx, dy: (
+            (math.sin(x * y), x + y**2),
+            (y * math.cos(x * y) * dx + dy, x * math.cos(x * y) * dx + 2 * y * dy),
+        ),
+        "(a vjp)",
+    ),
+    (
+        "1.4",
+        lambda x, y, dx, dy: (
+            (math.sin(x * y), x + y**2),
+            (math.cos(x * y) * (dx + dy), dx + 2 * y * dy),
+        ),
+        "Chain rule inside sin",
+    ),
+    ("1.5", lambda f, x, j: f(Dual(x, np.ones_like(x))).tangent, "sum of all columns"),
+    (
+        "1.5",
+        lambda f, x, j: np.array([f(Dual(x, np.eye(len(x))[k])).tangent[j] for k in range(len(x))]),
+        "row j",
+    ),
+    ("2.1", lambda n, m: (m, n, "forward" if n < m else "reverse"), "swapped"),
+    ("2.1", lambda n, m: (n, m, "forward"), "choice is not"),
+    (
+        "2.2",
+        lambda x, y, u, v: (
+            (x * y, math.exp(x) - y**2),
+            (y * u + x * v, math.exp(x) * u - 2 * y * v),
+        ),
+        "a jvp",
+    ),
+    ("2.2", lambda x, y, u, v: ((x * y, math.exp(x) - y**2), (u * y, u * x)), "first output"),
+    (
+        "2.3",
+        lambda a, b, c: (
+            (a * b + c) * math.tanh(a),
+            (b * math.tanh(a), a * math.tanh(a), math.tanh(a)),
+        ),
+        "used twice",
+    ),
+    ("2.4", _recursive_topological_sort, "RecursionError"),
+    ("2.4", lambda root: topological_sort(root)[::-1], "reversed"),
+    ("2.4", _topological_sort_marking_too_early, "before one of its parents"),
+    ("3.1", lambda x: (math.exp(x), lambda g: math.exp(x)), "ignores the upstream gradient"),
+    ("3.2", lambda a, b: (a**b, lambda g: (g * b * a ** (b - 1), g * a**b)), "missing log(a)"),
+    ("3.2", lambda a, b: (a**b, lambda g: (g * a ** (b - 1), g * a**b * math.log(a))), "factor b"),
+    ("3.3", _naive_sigmoid, "OverflowError"),
+    ("3.3", lambda x: (sigmoid_op(x)[0], lambda g: g * x * (1 - x)), "uses the input x"),
+    ("3.4", _backward_overwriting, "`parent.grad += ...`, not `=`"),
+    ("3.4", _backward_unseeded, "root.grad = 1.0"),
+    ("3.5", _fit_without_zero_grad, "zero_grad"),
+    (
+        "4.1",
+        lambda g, shape: unbroadcast(g, shape) / (g.size // max(1, math.prod(shape))),
+        "not mean",
+    ),
+    ("4.1", lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape)))), "leading axes"),
+    ("4.2", lambda a, b, g: (g @ b, a.T @ g), "Let the shapes guide you"),
+    ("4.2", lambda a, b, g: (g @ b.T, a @ g), "dB needs A *transposed*"),
+    ("4.3", lambda x, axis: np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), "Overflow"),
+    ("4.3", lambda x, axis: stable_softmax(x, 0), "wrong axis"),
+    ("4.4", lambda x, g, axis: g - stable_softmax(x, axis), "upstream gradients sum to 1"),
+    (
+        "4.4",
+        lambda x, g, axis: -log_softmax_backward(x, g, axis),
+        "sign is flipped",
+    ),
+    ("5.1", lambda z, y: float(np.sum(z.argmax(axis=1) == y)), "count of correct rows"),
+    ("5.1", lambda z, y: float(np.mean(z.argmax(axis=0) == y)), "along the classes"),
+    ("5.2", lambda z, y: (cross_entropy(z, y)[0], cross_entropy(z, y)[1] * len(y)), "1/N"),
+    ("5.2", _naive_cross_entropy, "log-sum-exp"),
+    ("5.3", lambda p, g, v, lr, mu: (p - lr * g, mu * v + g), "plain SGD"),
+    ("5.3", lambda p, g, v, lr, mu: (p - lr * v, mu * v + g), "*old* velocity"),
+    ("5.4", lambda x, w, b, g: (x @ w + b, g @ w.T, x.T @ g, g.mean(axis=0)), "not the mean"),
+    ("5.4", lambda x, w, b, g: (x @ w + b, g @ w, x.T @ g, g.sum(axis=0)), "shapes do not fit"),
+    ("5.5", lambda *a: _train(*a, shuffle_targets=False), "targets are not"),
+]
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+
+def _course_exercises():
+    return [e for e in registry.all_exercises() if e.chapter in CHAPTERS]
+
+
+def test_every_chapter_has_at_least_four_exercises_and_every_one_is_solved_here():
+    ids = [e.id for e in _course_exercises()]
+    for chapter in CHAPTERS:
+        assert sum(i.startswith(f"{chapter}.") for i in ids) >= 4, chapter
+    assert sorted(ids) == sorted(RIGHT), "every exercise needs a right answer in this test"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
+def test_right_answer_scores_full_marks(exercise_id):
+    result = check(exercise_id, RIGHT[exercise_id], show=False)
+    assert result.status == "passed", result.to_text()
+    assert result.score == result.max_score > 0
+    assert len(result.cases) >= 5  # random cases and edge cases
+    assert result.hints == []
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "wrong", "hint"),
+    WRONG,
+    ids=[f"{e}-{h[:24]}" for e, _, h in WRONG],
+)
+def test_wrong_answer_loses_points_and_gets_the_right_hint(exercise_id, wrong, hint):
+    result = check(exercise_id, wrong, show=False)
+    assert result.score < result.max_score, result.to_text()
+    assert result.status == "failed"
+    assert any(hint in h for h in result.hints), result.to_text()
+
+
+def test_every_exercise_has_a_wrong_answer_in_the_table():
+    assert {e.id for e in _course_exercises()} <= {e for e, _, _ in WRONG}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
+def test_hard_coded_answer_does_not_pass(exercise_id):
+    """Answering every case with the first case's right answer must fail (random cases)."""
+    exercise = registry.get(exercise_id)
+    cases = exercise.cases(np.random.default_rng(0))
+    first = exercise.run(RIGHT[exercise_id], cases[0].inputs)
+    passed = sum(bool(exercise.compare(first, exercise.reference(c.inputs))) for c in cases)
+    assert passed < len(cases)
+
+
+def test_stub_is_not_attempted():
+    def stub(*args):
+        raise NotImplementedError("Exercise 4.2: matmul_backward")
+
+    result = check("4.2", stub, show=False)
+    assert result.status == "not attempted" and result.score == 0
+
+
+def test_exercise_inputs_are_plain_data():
+    from autodiff_lab.grading.plaindata import to_plain
+
+    for exercise in _course_exercises():
+        for case in exercise.cases(np.random.default_rng(1)):
+            to_plain(case.inputs)  # raises for anything that cannot travel to a kernel
+            to_plain(exercise.reference(case.inputs))
+
+
+# --- references against PyTorch (float64) ----------------------------------------------------
+
+
+def test_jacobian_closed_forms_match_torch(torch, rng):
+    fns = {
+        "x * sum(x)": lambda x: x * x.sum(),
+        "sin(x) * x[0] + x": lambda x: torch.sin(x) * x[0] + x,
+        "tanh(M @ x)": lambda x: torch.tanh(torch.tensor(ch01._MIX[: len(x), : len(x)]) @ x),
+    }
+    for name, fn in fns.items():
+        x = rng.uniform(-1.5, 1.5, size=4)
+        expected = torch.autograd.functional.jacobian(fn, torch.tensor(x)).numpy()
+        for j in range(4):
+            np.testing.assert_allclose(ch01._column_reference((name, list(x), j)), expected[:, j])
+
+
+def test_pow_and_sigmoid_references_match_torch(torch):
+    for a, b, g in [(0.7, -1.3, 0.4), (2.5, 2.0, -1.0)]:
+        ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+        (ta**tb * g).backward()
+        _, grads = ch03._pow_reference((a, b, g))
+        np.testing.assert_allclose(grads, [ta.grad.item(), tb.grad.item()])
+    for x in (-30.0, -0.5, 3.0):
+        tx = torch.tensor(x, requires_grad=True)
+        torch.sigmoid(tx).backward()
+        s, grad = ch03._sigmoid_reference((x, 1.0))
+        np.testing.assert_allclose([s, grad], [torch.sigmoid(tx).item(), tx.grad.item()])
+
+
+def test_tensor_references_match_torch(torch, rng):
+    a, b, g = rng.normal(size=(3, 4)), rng.normal(size=(4, 2)), rng.normal(size=(3, 2))
+    ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (ta @ tb).backward(torch.tensor(g))
+    da, db = ch04._matmul_reference((a, b, g))
+    np.testing.assert_allclose(da, ta.grad.numpy())
+    np.testing.assert_allclose(db, tb.grad.numpy())
+
+    x, g = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
+    for axis in (0, 1):
+        tx = torch.tensor(x, requires_grad=True)
+        torch.log_softmax(tx, dim=axis).backward(torch.tensor(g))
+        np.testing.assert_allclose(ch04._logsm_reference((x, g, axis)), tx.grad.numpy())
+        np.testing.assert_allclose(
+            ch04._softmax_reference((x, axis)), torch.softmax(torch.tensor(x), dim=axis).numpy()
+        )
+
+    grad, shape = rng.normal(size=(2, 4, 3)), (1, 3)
+    t = torch.zeros(shape, requires_grad=True)
+    (t.expand(2, 4, 3) * torch.tensor(grad)).sum().backward()
+    np.testing.assert_allclose(ch04._unbroadcast_reference((grad, shape)), t.grad.numpy())
+
+
+def test_training_references_match_torch(torch, rng):
+    logits, targets = rng.normal(size=(5, 4)) * 3, rng.integers(0, 4, size=5)
+    tz = torch.tensor(logits, requires_grad=True)
+    loss = torch.nn.functional.cross_entropy(tz, torch.tensor(targets))
+    loss.backward()
+    ref_loss, ref_grad = ch05._ce_reference((logits, targets))
+    np.testing.assert_allclose(ref_loss, loss.item())
+    np.testing.assert_allclose(ref_grad, tz.grad.numpy())
+
+    x, w, b, g = (rng.normal(size=s) for s in [(4, 3), (3, 2), (2,), (4, 2)])
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    y = tx @ tw + tb
+    y.backward(torch.tensor(g))
+    ref = ch05._linear_reference((x, w, b, g))
+    for got, want in zip(ref, [y.detach(), tx.grad, tw.grad, tb.grad], strict=True):
+        np.testing.assert_allclose(got, want.numpy())
+
+    param, grads = rng.normal(size=3), [rng.normal(size=3) for _ in range(4)]
+    tp = torch.tensor(param, requires_grad=True)
+    opt = torch.optim.SGD([tp], lr=0.1, momentum=0.9)
+    for grad in grads:
+        tp.grad = torch.tensor(grad)
+        opt.step()
+    np.testing.assert_allclose(ch05._momentum_reference((param, grads, 0.1, 0.9))[0], tp.detach())
+
+
+# --- the solution notebooks ------------------------------------------------------------------
+
+SOLUTIONS = {
+    1: "01_forward_mode.ipynb",
+    2: "02_reverse_mode.ipynb",
+    3: "03_micrograd.ipynb",
+    4: "04_tensors.ipynb",
+    5: "05_training.ipynb",
+}
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_solution_notebook_checks_every_exercise_with_full_marks(chapter):
+    """The committed, executed solution notebook shows a full-marks scorecard per exercise."""
+    path = ROOT / "solutions" / SOLUTIONS[chapter]
+    nb = json.loads(path.read_text())
+    texts = [
+        "".join(out.get("data", {}).get("text/plain", "")) + "".join(out.get("text", ""))
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    ]
+    sources = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    for exercise in _course_exercises():
+        if exercise.chapter != chapter:
+            continue
+        assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
+        card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
+        assert card is not None, f"no scorecard for {exercise.id} in {path.name}"
+        assert "PASSED" in card.splitlines()[0], card
