@@ -84,6 +84,10 @@ class Dual:
     def shape(self) -> tuple:
         return np.shape(P.constant(self.primal))
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
     # arithmetic
     def __add__(self, other):
         return Dual._apply(P.ADD, self, other)

@@ -151,10 +151,11 @@ def sum_to(x, target_shape):
     if x_shape == target_shape:
         return x
     lead = len(x_shape) - len(target_shape)  # axes broadcasting added in front
-    stretched = tuple(i for i, n in enumerate(target_shape) if n == 1 and x_shape[lead + i] != 1)
     if lead:
         x = sum(x, axis=tuple(range(lead)))
-    if stretched:  # size-1 axes that broadcasting stretched
+        x_shape = shape(x)
+    if x_shape != target_shape:  # size-1 axes that broadcasting stretched
+        stretched = tuple(i for i, n in enumerate(target_shape) if n == 1 and x_shape[i] != 1)
         x = sum(x, axis=stretched, keepdims=True)
     return x
 

@@ -147,11 +147,20 @@ POW = primitive(  # a ** b with both differentiable:  d/da = b a^(b-1),  d/db = 
     ),
     symbol="**",
 )
+
+
+def _pow_const_slope(a, exponent):
+    """c a^(c-1); for c = 0 the power is the constant 1, so the slope is 0 (even at a = 0)."""
+    if exponent == 0:  # (a ** -1 would divide by zero at a = 0: higher derivatives of x**2)
+        return 0.0 * a
+    return exponent * a ** (exponent - 1)
+
+
 POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
     "pow_const",
     lambda a, exponent: a**exponent,
-    vjp=(lambda g, out, a, exponent: g * exponent * a ** (exponent - 1),),
-    jvp=(lambda t, out, a, exponent: t * exponent * a ** (exponent - 1),),
+    vjp=(lambda g, out, a, exponent: g * _pow_const_slope(a, exponent),),
+    jvp=(lambda t, out, a, exponent: t * _pow_const_slope(a, exponent),),
     symbol="**",
 )
 
@@ -357,7 +366,7 @@ def _mT(x):
 
 
 def _matmul_grad_a(g, a, b):
-    if len(shape(a)) == 2 and len(shape(b)) == 2:  # the common case: dA = G B^T
+    if a.ndim == 2 and b.ndim == 2:  # the common case: dA = G B^T
         return g @ b.T
     if len(shape(b)) == 1:  # (..., k) @ (k,) -> (...): dA = g[..., None] * b
         return sum_to(ops.reshape(g, shape(g) + (1,)) * b, shape(a))
@@ -367,7 +376,7 @@ def _matmul_grad_a(g, a, b):
 
 
 def _matmul_grad_b(g, a, b):
-    if len(shape(a)) == 2 and len(shape(b)) == 2:  # the common case: dB = A^T G
+    if a.ndim == 2 and b.ndim == 2:  # the common case: dB = A^T G
         return a.T @ g
     if len(shape(a)) == 1 and len(shape(b)) == 1:  # dot product: dB = g a
         return g * a
@@ -403,7 +412,7 @@ def _one_hot(targets, num_classes, dtype):
 
 def _cross_entropy(logits, targets):
     logp = ops.log_softmax(logits, -1)
-    return -logp[np.arange(len(targets)), targets].mean()
+    return -logp[np.arange(len(targets)), targets].sum() / len(targets)
 
 
 def _cross_entropy_vjp(g, out, z, targets):

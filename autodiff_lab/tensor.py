@@ -293,7 +293,7 @@ class Tensor:
                     "gradient needs a scalar (one number). Reduce it first (.sum(), .mean()) "
                     f"or pass grad= an array of shape {self.shape}."
                 )
-            grad = np.ones_like(self.data)
+            grad = np.ones(self.shape, self.dtype)
         else:
             grad = _to_array(grad, self.dtype, "Tensor.backward grad")
             if grad.shape != self.shape:
