@@ -1,0 +1,193 @@
+"""Chapters 03, 04 and the start page: structure, links, the claims their outputs show, and
+the engine chapter 03 builds, run outside the notebook against PyTorch.
+
+nbval (run on every notebook by ``make test``) checks that re-running a chapter reproduces
+its stored outputs; these tests check that the stored outputs *demonstrate* what the text
+claims, so a chapter re-executed on a broken engine cannot be committed unnoticed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+CH03 = NOTEBOOKS / "03_micrograd_from_scratch.ipynb"
+CH04 = NOTEBOOKS / "04_tensors.ipynb"
+START = NOTEBOOKS / "00_start_here.ipynb"
+
+
+def _nb(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return src if isinstance(src, str) else "".join(src)
+
+
+def _markdown(path: Path) -> str:
+    return "\n".join(_source(c) for c in _nb(path)["cells"] if c["cell_type"] == "markdown")
+
+
+def _text_outputs(path: Path) -> str:
+    """Everything the code cells printed or returned as text (errors included)."""
+    parts = []
+    for cell in _nb(path)["cells"]:
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "stream":
+                parts.append("".join(out["text"]))
+            elif out["output_type"] == "error":
+                parts.append(f"ERROR {out['ename']}: {out['evalue']}")
+            else:
+                text = out.get("data", {}).get("text/plain", "")
+                parts.append(text if isinstance(text, str) else "".join(text))
+    return "\n".join(parts)
+
+
+# --- structure --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, exercises",
+    [(CH03, "../exercises/03_micrograd.ipynb"), (CH04, "../exercises/04_tensors.ipynb")],
+    ids=["03", "04"],
+)
+def test_chapter_has_goals_check_yourself_exercises_and_summary(path, exercises):
+    cells = _nb(path)["cells"]
+    assert "Learning goals" in _source(cells[0])
+    text = _markdown(path)
+    check = text[text.index("## Check yourself") :]
+    assert check.count("<details>") >= 3, "each check-yourself question has a hidden answer"
+    assert exercises in text
+    assert "## Summary" in text
+    assert "$$" in text, "the narrative derives things with display math"
+
+
+@pytest.mark.parametrize("path", [START, CH03, CH04], ids=lambda p: p.stem)
+def test_executed_without_errors(path):
+    code = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("execution_count") for c in code), "commit the notebook executed"
+    assert "ERROR" not in _text_outputs(path)
+
+
+def test_start_page_links_every_chapter_and_exercise_notebook():
+    links = re.findall(r"\]\(([^)#]+\.ipynb)\)", _markdown(START))
+    chapters = {Path(link).stem for link in links if not link.startswith("..")}
+    for number in range(7):
+        assert any(stem.startswith(f"{number:02d}_") for stem in chapters), number
+    exercises = [link for link in links if link.startswith("../exercises/")]
+    assert len(exercises) == 6  # chapters 01-06 (00 has none)
+
+
+@pytest.mark.parametrize("path", [START, CH03, CH04], ids=lambda p: p.stem)
+def test_links_point_at_notebooks_that_exist(path):
+    """Chapter links resolve; exercise links name a solutions/ notebook they are built from."""
+    for link in set(re.findall(r"\]\(([^)#]+\.ipynb)\)", _markdown(path))):
+        target = (path.parent / link).resolve()
+        if target.parent.name == "exercises":
+            source = ROOT / "solutions" / target.name
+            assert target.exists() or source.exists(), f"{path.name} links {link}: no source"
+        else:
+            assert target.exists(), f"{path.name} links {link}, which does not exist"
+
+
+# --- the claims the outputs show -----------------------------------------------------------
+
+
+def test_chapter_03_outputs_demonstrate_the_claims():
+    out = _text_outputs(CH03)
+    # claim 2: the record each operation left, with its local gradients
+    assert "L = *(d, f)   local grads (-2.0, 4.0)" in out
+    assert "e = *(a, b)   local grads (-3.0, 2.0)" in out
+    # claim 3: the reverse topological walk ends at the inputs with the hand-derived grads
+    assert "matches the hand derivation: True" in out
+    steps = re.findall(r"^step (\d+): (\w+)", out, flags=re.M)
+    assert [s for s, _ in steps] == [str(i) for i in range(1, 8)] and steps[0][1] == "L"
+    # fan-out: assigning loses a share, adding gives the right answer
+    assert "overwriting (bug) : d(a+a)/da = 1 (want 2),  d(a*a)/da = 3 (want 6)" in out
+    assert "adding            : d(a+a)/da = 2 (want 2),  d(a*a)/da = 6 (want 6)" in out
+    # claim 6: accumulation, and the forgotten zero_grad that never converges
+    assert "after two backwards: x.grad = 16.0" in out
+    assert "with zero_grad:    w after 60 steps = 3.0000" in out
+    low, high = map(float, re.search(r"last 20: \[(\S+), (\S+)\]", out).groups())
+    assert low < 1.0 and high > 5.0, "without zero_grad w keeps swinging around 3"
+    # claim 7: four inputs, four paths, backward == finite differences on each
+    rows = re.findall(r"^(\d\.\d)\s+.*?\s(-?\d+\.\d{6})\s+(-?\d+\.\d{6})\s+(\d+)$", out, re.M)
+    assert len(rows) == 4 and len({n for *_, n in rows}) == 4
+    assert all(math.isclose(float(a), float(b), abs_tol=1e-5) for _, a, b, _ in rows)
+    # claim 8: ours == autodiff_lab.Value == PyTorch
+    assert "identical: True" in out
+    assert "all three agree to 1e-12: True" in out
+
+
+def test_chapter_04_outputs_demonstrate_the_claims():
+    out = _text_outputs(CH04)
+    assert "equal to W summed over axis 0 / axis 1: True True" in out
+    assert "A.grad == G @ B^T: True" in out and "B.grad == A^T @ G: True" in out
+    assert "max |autodiff - finite differences| below 1e-8: True True" in out
+    assert "naive softmax: [nan nan nan]" in out
+    assert "overflow encountered in exp" in out
+    assert "Z.grad == (softmax - onehot) / N: True" in out
+    assert len(re.findall(r"max \|ours - PyTorch\| < 1e-12", out)) == 4
+    assert "MISMATCH" not in out
+
+
+# --- chapter 03's engine, taken out of the notebook ------------------------------------------
+
+ENGINE_CELLS = (
+    "class Value:",
+    "def as_value(x):",
+    "def tanh(self):",
+    "def topological_order(root):",
+    "def backward(self):",
+    "def sigmoid(self):",
+)
+
+
+@pytest.fixture(scope="module")
+def chapter_engine() -> dict:
+    """The namespace left by running chapter 03's engine cells (and nothing else)."""
+    namespace = {"math": math}
+    cells = [c for c in _nb(CH03)["cells"] if c["cell_type"] == "code"]
+    for start in ENGINE_CELLS:
+        (cell,) = [c for c in cells if _source(c).lstrip().startswith(start)]
+        exec(compile(_source(cell), f"{CH03.name}:{start}", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def _expression(x, y, z, tanh, exp, sigmoid):
+    """Every op of the chapter, x used several times (fan-out)."""
+    return tanh(x * y + z) * exp(y - 1) / (z**2 + 1) - sigmoid(x) * x + x
+
+
+def test_chapter_engine_matches_pytorch_on_random_expressions(chapter_engine):
+    torch = pytest.importorskip("torch")
+    value_cls = chapter_engine["Value"]
+    rng = np.random.default_rng(7)
+    for _ in range(25):
+        start = rng.uniform(-1.5, 1.5, size=3)
+        ours = [value_cls(v) for v in start]
+        _expression(*ours, lambda v: v.tanh(), lambda v: v.exp(), lambda v: v.sigmoid()).backward()
+        ref = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in start]
+        _expression(*ref, torch.tanh, torch.exp, torch.sigmoid).backward()
+        for mine, theirs in zip(ours, ref):
+            assert math.isclose(mine.grad, theirs.grad.item(), rel_tol=1e-10, abs_tol=1e-12)
+
+
+def test_chapter_engine_backward_is_iterative_and_accumulates(chapter_engine):
+    value_cls = chapter_engine["Value"]
+    x = value_cls(0.3)
+    y = x
+    for _ in range(5000):  # far deeper than Python's recursion limit
+        y = y * 1.0001
+    y.backward()
+    assert math.isclose(x.grad, 1.0001**5000, rel_tol=1e-9)
+    y.backward()  # a second call adds the same gradient again
+    assert math.isclose(x.grad, 2 * 1.0001**5000, rel_tol=1e-9)
