@@ -554,6 +554,7 @@ def grade_batch(
 
     from tqdm import tqdm
 
+    registry.all_exercises()  # import every exercise module once, before any thread starts
     todo, skipped = [], []
     for sub in submissions:
         if not regrade and gradebook.is_graded(sub.key, sha256_file(sub.path)):

@@ -14,6 +14,7 @@ import importlib.util
 import os
 import pkgutil
 import sys
+import threading
 from pathlib import Path
 
 from .spec import Exercise
@@ -23,6 +24,7 @@ ENV_EXTRA_MODULES = "AUTODIFF_LAB_EXERCISE_MODULES"
 _exercises: dict[str, Exercise] = {}
 _loaded_modules: dict[str, list[Exercise]] = {}  # module name or path -> its exercises
 _course_loaded = False
+_lock = threading.RLock()  # the grader looks exercises up from several threads
 
 
 def register(exercise: Exercise, *, replace: bool = False) -> Exercise:
@@ -41,6 +43,11 @@ def register(exercise: Exercise, *, replace: bool = False) -> Exercise:
 
 def load_module(name_or_path: str) -> list[Exercise]:
     """Import a module (dotted name or ``.py`` path) and register its ``EXERCISES``."""
+    with _lock:
+        return _load_module(name_or_path)
+
+
+def _load_module(name_or_path: str) -> list[Exercise]:
     if name_or_path in _loaded_modules:
         return list(_loaded_modules[name_or_path])
     if name_or_path.endswith(".py") or os.sep in name_or_path:
@@ -71,9 +78,13 @@ def extra_modules() -> list[str]:
 def _load_course() -> None:
     """Import every ``exercises/chNN.py`` and the modules named in the environment, once."""
     global _course_loaded
-    if _course_loaded:
-        return
-    _course_loaded = True
+    with _lock:
+        if not _course_loaded:
+            _course_loaded = True
+            _import_course_modules()
+
+
+def _import_course_modules() -> None:
     from . import exercises as package
 
     names = sorted(m.name for m in pkgutil.iter_modules(package.__path__) if m.name[:2] == "ch")
