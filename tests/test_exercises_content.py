@@ -322,7 +322,7 @@ WRONG = [
         "not mean",
     ),
     ("4.1", lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape)))), "leading axes"),
-    ("4.2", lambda a, b, g: (g @ b, a.T @ g), "Let the shapes guide you"),
+    ("4.2", lambda a, b, g: (g @ b, a.T @ g), "The shapes do not fit"),
     ("4.2", lambda a, b, g: (g @ b.T, a @ g), "dB needs A *transposed*"),
     ("4.3", lambda x, axis: np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), "Overflow"),
     ("4.3", lambda x, axis: stable_softmax(x, 0), "wrong axis"),

@@ -184,7 +184,8 @@ MATMUL = Exercise(
     mistakes=(
         Mistake(
             "The shapes do not fit (ValueError). Let the shapes guide you: dA must be n×k "
-            "like A, and G is n×m, so dA = G @ Bᵀ; dB must be k×m, so dB = Aᵀ @ G.",
+            "like A, dB k×m like B, and G is n×m. Which arrangement of G with B (or with A), "
+            "transposed or not, gives those shapes?",
             detector(lambda got, exp, case: is_error(got, "ValueError")),
         ),
         Mistake(

@@ -368,7 +368,8 @@ LINEAR = Exercise(
             ),
         ),
         Mistake(
-            "A matmul's shapes do not fit: dX = G @ Wᵀ (shape of X), dW = Xᵀ @ G (shape of W).",
+            "A matmul's shapes do not fit (ValueError). Each gradient has the shape of what it "
+            "is the gradient of: dX like X (N×in), dW like W (in×out); G is N×out.",
             detector(
                 lambda got, exp, case: isinstance(got, dict) and got.get("error") == "ValueError"
             ),
