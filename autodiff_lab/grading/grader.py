@@ -74,6 +74,7 @@ OUTPUT_LIMIT_MB = 64.0
 STARTUP_TIMEOUT = 60.0  # importing numpy + IPython on a busy machine; not the student's time
 MAX_EVENT_LOG_BYTES = 128 * 2**20
 POLL_SECONDS = 0.02
+INTERRUPT_GRACE = 2.0  # seconds a cell gets to stop after SIGINT before the process is killed
 
 
 @dataclass
@@ -166,6 +167,7 @@ class WorkerRun:
     events: list[dict]
     finished: bool
     stopped_for: str | None  # "timeout" when the grader killed it, else None
+    interrupted_cells: list[int]  # cells stopped by an interrupt (the run went on after them)
     phase: tuple[str, Any]  # ("startup"|"cell"|"exercise"|"between", index or id)
     exit_description: str
     output_tail: str
@@ -311,6 +313,8 @@ def run_worker(
     started = phase_started = time.monotonic()
     finished = False
     stopped_for = None
+    interrupted_at: float | None = None  # when the current cell was sent SIGINT
+    interrupted_cells: list[int] = []
     try:
         while True:
             exited = proc.poll() is not None
@@ -319,19 +323,33 @@ def run_worker(
                 kind = event["event"]
                 if kind in ("cell", "exercise"):
                     phase = (kind, event.get("index", event.get("id")))
-                    phase_started = time.monotonic()
+                    phase_started, interrupted_at = time.monotonic(), None
                 elif kind in ("ready", "cell_done", "exercise_done", "answer_missing"):
                     phase = ("between", None)
-                    phase_started = time.monotonic()
+                    phase_started, interrupted_at = time.monotonic(), None
                 elif kind == "finished":
                     finished = True
             if exited or finished:
                 break
             now = time.monotonic()
             limit = STARTUP_TIMEOUT if phase[0] == "startup" else timeout
-            if now - phase_started > limit or now - started > budget:
+            if now - started > budget:
                 stopped_for = "timeout"
                 break
+            if now - phase_started > limit:
+                # A cell that runs too long is interrupted, as in Jupyter: KeyboardInterrupt
+                # ends it and the next cell runs in the same process. If the code swallows
+                # the interrupt, the process is killed after a grace period.
+                if phase[0] == "cell" and interrupted_at is None:
+                    interrupted_at = now
+                    interrupted_cells.append(phase[1])
+                    try:
+                        os.kill(proc.pid, signal.SIGINT)
+                    except ProcessLookupError:
+                        pass
+                elif interrupted_at is None or now - interrupted_at > INTERRUPT_GRACE:
+                    stopped_for = "timeout"
+                    break
             time.sleep(POLL_SECONDS)
     finally:
         _kill_everything(proc, token)
@@ -342,6 +360,7 @@ def run_worker(
         events=events,
         finished=finished,
         stopped_for=stopped_for,
+        interrupted_cells=interrupted_cells,
         phase=phase,
         exit_description=_describe_exit(proc.returncode),
         output_tail=_tail(output_path),
@@ -392,6 +411,7 @@ def grade_submission(
     exercise_notes: dict[str, str] = {}
     missing: set[str] = set()
     killed_cells: dict[int, tuple[str, str]] = {}  # cell index -> (outcome kind, note)
+    interrupted_cells: set[int] = set()  # timed out and interrupted: not rerun either
     remaining = [e.id for e in exercises]
     workdir = Path(tempfile.mkdtemp(prefix="autodiff-lab-grade-"))
     try:
@@ -400,7 +420,7 @@ def grade_submission(
             attempt += 1
             request = {
                 "cells": cells,
-                "skip_cells": sorted(killed_cells),
+                "skip_cells": sorted(set(killed_cells) | interrupted_cells),
                 "exercises": [
                     {"id": i, "cases": [to_plain(c.inputs) for c in plan[i][1]]} for i in remaining
                 ],
@@ -411,7 +431,12 @@ def grade_submission(
                 request, cwd=path.resolve().parent, timeout=timeout,
                 workdir=workdir / f"run{attempt}", python=python,
             )  # fmt: skip
-            done = _absorb(run.events, plan, outcomes, missing, notes)
+            interrupted = {
+                i: f"code cell {i + 1} did not finish within {timeout:g} s"
+                for i in run.interrupted_cells
+            }
+            interrupted_cells.update(interrupted)
+            done = _absorb(run.events, plan, outcomes, missing, notes, interrupted)
             remaining = [i for i in remaining if i not in done]
             if run.finished or not remaining:
                 for i in remaining:  # "finished" but silent about an exercise: forged or lost
@@ -477,7 +502,7 @@ def _fill(outcomes: list[Outcome | None], outcome: Outcome) -> None:
             outcomes[k] = outcome
 
 
-def _absorb(events, plan, outcomes, missing, notes) -> set[str]:
+def _absorb(events, plan, outcomes, missing, notes, interrupted) -> set[str]:
     """Record the answers reported by a worker; return the exercises it completed."""
     done: set[str] = set()
     for event in events:
@@ -486,6 +511,8 @@ def _absorb(events, plan, outcomes, missing, notes) -> set[str]:
             index = event.get("index")
             if isinstance(index, int):
                 note = f"code cell {index + 1} raised {str(event['error'])[:200]}"
+                if index in interrupted:
+                    note = f"{interrupted[index]}; it was interrupted"
                 if note not in notes:
                     notes.append(note)
         if ex_id not in plan:

@@ -42,6 +42,9 @@ def limit_resources(memory_mb: float, output_mb: float) -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    # The grader interrupts a cell that runs too long: SIGINT must raise KeyboardInterrupt
+    # even if the grader itself was started with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Events:
