@@ -283,6 +283,10 @@ def _topo_cases(rng):
     diamond = [("a", []), ("b", ["a"]), ("c", ["a"]), ("d", ["b", "c"])]
     cases += [
         Case("edge: a diamond (a reaches d along two paths)", (diamond,)),
+        Case(
+            "edge: x = p + tanh(p) (p is a parent of x and of x's other parent)",
+            ([("p", []), ("q", ["p"]), ("x", ["p", "q"])],),
+        ),
         Case("edge: the root is a leaf", ([("x", [])],)),
         Case("edge: x + x (the same parent twice)", ([("x", []), ("y", ["x", "x"])],)),
         Case(
