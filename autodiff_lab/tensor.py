@@ -256,6 +256,13 @@ class Tensor:
         if len(axes) == 1 and not isinstance(axes[0], int):  # t.transpose((1, 0)) or (None)
             axes = axes[0]
         axes = tuple(axes) if axes else None
+        if axes is not None and sorted(a + self.ndim if a < 0 else a for a in axes) != list(
+            range(self.ndim)
+        ):
+            raise ValueError(
+                f"Tensor transpose: axes {axes} must list each axis of shape {self.shape} "
+                f"exactly once (a permutation of {tuple(range(self.ndim))})"
+            )
         return Tensor._apply(P.TRANSPOSE, self, axes=axes)
 
     @property
@@ -383,7 +390,11 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis; backward hands each its slice of the gradient."""
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     shapes = [t.shape for t in tensors]
+    if not shapes:
+        raise ValueError("concatenate: needs at least one tensor")
     ref = shapes[0]
+    if not -len(ref) <= axis < len(ref):
+        raise ValueError(f"concatenate: axis {axis} is out of range for shapes {shapes}")
     for s in shapes:
         if len(s) != len(ref) or any(
             x != y for i, (x, y) in enumerate(zip(s, ref)) if i != axis % len(ref)
