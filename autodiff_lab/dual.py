@@ -69,7 +69,13 @@ class Dual:
         tag = max(x.tag for x in inputs if isinstance(x, Dual))
         mine = [isinstance(x, Dual) and x.tag == tag for x in inputs]
         primals = [x.primal if m else x for x, m in zip(inputs, mine)]
-        out = bind(fn, *primals, **params)
+        try:
+            out = bind(fn, *primals, **params)
+        except ValueError as e:
+            if any(hasattr(p, "_fn") for p in primals):  # graph values explain themselves
+                raise
+            shapes = " and ".join(str(np.shape(p)) for p in primals)
+            raise ValueError(f"Dual {fn.symbol}: cannot apply to shapes {shapes}: {e}") from None
         if fn.jvp is None:
             tangents = [x.tangent if m else None for x, m in zip(inputs, mine)]
             return Dual(out, fn.jvp_all(tangents, out, *primals, **params), tag)
@@ -150,6 +156,7 @@ class Dual:
         return Dual._apply(P.EXP, self)
 
     def log(self):
+        _check_domain(self, "log", np.less(P.constant(self), 0), "x > 0")
         return Dual._apply(P.LOG, self)
 
     def tanh(self):
@@ -168,6 +175,7 @@ class Dual:
         return Dual._apply(P.COS, self)
 
     def sqrt(self):
+        _check_domain(self, "sqrt", np.less(P.constant(self), 0), "x >= 0")
         return Dual._apply(P.SQRT, self)
 
     def abs(self):
@@ -213,3 +221,16 @@ class Dual:
     def __repr__(self) -> str:
         tag = f", tag={self.tag}" if self.tag else ""
         return f"Dual(primal={self.primal!r}, tangent={self.tangent!r}{tag})"
+
+
+def _check_domain(x: Dual, op: str, bad, rule: str):
+    """A clear error instead of a silent nan (as Value and Tensor do)."""
+    if np.any(bad):
+        primal = P.constant(x)
+        if np.ndim(primal) == 0:
+            raise ValueError(f"Dual {op}: {op} is defined for {rule}, got {float(primal)!r}")
+        first = tuple(np.argwhere(bad)[0].tolist())
+        raise ValueError(
+            f"Dual {op}: {op} is defined for {rule}, but the shape-{np.shape(primal)} primal "
+            f"has {float(primal[first])!r} at index {first}"
+        )
