@@ -66,12 +66,10 @@ SUBMISSIONS = {
     "carol": [
         SETUP,
         CORRECT["dsin"],
-        "while True:\n    pass",
-        CORRECT["square"],
+        "def square(x):\n    return x * x\n\n\nwhile True:\n    pass",
         "import sys\nsys.exit()",
-        "while True:\n    print('PASS ' * 40)",
+        "while True:\n    print('PASS ' * 40)\n\n\n" + CORRECT["scale"],
         "import subprocess\nchild = subprocess.Popen(['sleep', '613'], start_new_session=True)",
-        CORRECT["scale"],
         "import os\nos._exit(1)",
     ],
     "dave": [
@@ -142,13 +140,18 @@ def test_monkeypatching_and_fake_output_do_not_raise_the_score(batch):
 def test_cell_level_sabotage_is_contained(batch):
     """Endless loop, sys.exit(), endless output, an escaping child and os._exit in cells."""
     assert statuses(batch, "carol") == {
-        "97.1": ("passed", 6.0), "97.2": ("passed", 6.0), "97.3": ("passed", 4.0)
+        "97.1": ("passed", 6.0), "97.2": ("passed", 6.0), "97.3": ("timed out", 0.0)
     }  # fmt: skip
-    text = notes(batch, "carol")
-    assert "code cell 3 did not finish within 2 s" in text
-    assert "code cell 6 did not finish within 2 s" in text  # the endless print loop
-    assert "code cell 5 raised SystemExit" in text
-    assert "code cell 9 stopped the process, which exited with code 1" in text
+    # square was defined before its cell's endless loop; scale only after one, so never.
+    assert batch["grades"][("carol", "97.3")]["feedback"].startswith(
+        "`scale` is not defined in the notebook (code cell 5 did not finish within 2 s)."
+    )
+    assert notes(batch, "carol").splitlines() == [
+        "code cell 3 did not finish within 2 s; it was interrupted",
+        "code cell 4 raised SystemExit (line 2 of your code)",
+        "code cell 5 did not finish within 2 s; it was interrupted",  # the endless output
+        "code cell 7 stopped the process, which exited with code 1; it was skipped on a rerun",
+    ]
 
 
 def test_no_process_outlives_the_grader(batch):

@@ -411,7 +411,9 @@ def grade_submission(
     exercise_notes: dict[str, str] = {}
     missing: set[str] = set()
     killed_cells: dict[int, tuple[str, str]] = {}  # cell index -> (outcome kind, note)
-    interrupted_cells: set[int] = set()  # timed out and interrupted: not rerun either
+    # Timed out and interrupted; a rerun runs them again (with the same timeout), because
+    # they may define things before their endless part, as they did the first time.
+    interrupted_cells: set[int] = set()
     remaining = [e.id for e in exercises]
     workdir = Path(tempfile.mkdtemp(prefix="autodiff-lab-grade-"))
     try:
@@ -420,7 +422,7 @@ def grade_submission(
             attempt += 1
             request = {
                 "cells": cells,
-                "skip_cells": sorted(set(killed_cells) | interrupted_cells),
+                "skip_cells": sorted(killed_cells),
                 "exercises": [
                     {"id": i, "cases": [to_plain(c.inputs) for c in plan[i][1]]} for i in remaining
                 ],
@@ -472,15 +474,21 @@ def grade_submission(
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
+    # Cells that were stopped: an answer they mention may never have been defined.
+    stopped_cells = {
+        **{i: (TIMEOUT, f"code cell {i + 1} did not finish within {timeout:g} s")
+           for i in interrupted_cells},
+        **killed_cells,
+    }  # fmt: skip
     results = []
     for exercise in exercises:
-        own, cases, expected = plan[exercise.id]
+        _, cases, expected = plan[exercise.id]
         outs = outcomes[exercise.id]
         note = exercise_notes.get(exercise.id, "")
         if exercise.id in missing:
-            # Blame a killed cell only if it mentions the answer's name (it may define it).
+            # Blame a stopped cell only if it mentions the answer's name (it may define it).
             kind, why = next(
-                (fate for i, fate in killed_cells.items() if exercise.answer in cells[i]),
+                (fate for i, fate in sorted(stopped_cells.items()) if exercise.answer in cells[i]),
                 (NOT_IMPLEMENTED, ""),
             )
             note = f"`{exercise.answer}` is not defined in the notebook" + (
