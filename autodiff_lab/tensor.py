@@ -20,6 +20,7 @@ import numpy as np
 
 from . import graph
 from . import primitives as P
+from .dual import Dual
 
 
 def _to_array(data, dtype, where: str) -> np.ndarray:
@@ -121,6 +122,8 @@ class Tensor:
     # --- elementwise arithmetic (numpy broadcasting) ------------------------------------
 
     def _binary(self, fn, other, reverse=False):
+        if isinstance(other, Dual):  # a Dual is the outer layer: Dual.__radd__ etc. drive
+            return NotImplemented
         a, b = (other, self) if reverse else (self, other)
         try:
             return Tensor._apply(fn, a, b)
@@ -169,6 +172,8 @@ class Tensor:
         return Tensor._apply(P.NEG, self)
 
     def __matmul__(self, other):
+        if isinstance(other, Dual):  # Tensor @ Dual: Dual.__rmatmul__ does it
+            return NotImplemented
         other = other if isinstance(other, Tensor) else Tensor(other)
         _check_matmul(self.shape, other.shape)
         return Tensor._apply(P.MATMUL, self, other)

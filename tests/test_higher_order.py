@@ -294,6 +294,16 @@ def test_no_perturbation_confusion_when_mixing_modes_through_closures():
     assert derivative(lambda x: x * grad(lambda y: x + y)(1.0), 1.0) == 1.0
 
 
+def test_reverse_over_forward_through_a_closure_on_tensors():
+    # f(x) = sum(x * d/de sum(x * (1 + e))) = sum(x) * sum(x)  ->  grad = 2 sum(x) everywhere
+    def f(x):
+        inner = jvp(lambda y: (x * y).sum(), (np.ones(3),), (np.ones(3),))[1]
+        return (x * inner).sum()
+
+    x0 = np.array([1.0, 2.0, -0.5])
+    np.testing.assert_allclose(grad(f)(x0), np.full(3, 2 * x0.sum()))
+
+
 def test_nested_tangents_of_vectors_give_the_hessian():
     ours, theirs = random_function(5, n=4)
     x = np.linspace(-0.5, 0.8, 4)
