@@ -168,6 +168,11 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         with _running_reverse():
             out = f(*args)
         core = _inner_primal(out)
+        if not _is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
+            raise TypeError(
+                f"grad: f must return a number (or a 1-element array), got "
+                f"{type(core).__name__} {core!r:.40}"
+            )
         if _is_node(core):
             size = 1 if isinstance(core, Value) else core.size
         else:
