@@ -57,6 +57,7 @@ def cheater_cells() -> list[str]:
         "def square(x):\n    print('97.2 PASSED')\n    return x + x",
         CORRECT["scale"],
         "check('97.1', dsin)",
+        "from autodiff_lab.grading import registry\nreference = registry.get('97.2').reference",
     ]
 
 
@@ -135,6 +136,9 @@ def test_monkeypatching_and_fake_output_do_not_raise_the_score(batch):
         "97.1": ("failed", 2.0), "97.2": ("failed", 2.0), "97.3": ("passed", 4.0)
     }  # fmt: skip
     assert "got 0.0, expected" in batch["grades"][("bob", "97.1")]["feedback"]
+    # Calling the packaged references instead of answering is flagged for a human to read.
+    assert "uses the grader's internals" in notes(batch, "bob")
+    assert "internals" not in notes(batch, "alice")
 
 
 def test_cell_level_sabotage_is_contained(batch):

@@ -68,6 +68,8 @@ from .spec import Exercise
 TOKEN_ENV = "AUTODIFF_LAB_GRADING_TOKEN"
 STUB_RE = re.compile(r"NotImplementedError\(\s*[\"']Exercise (\d+\.\d+):")
 CHAPTER_FILE_RE = re.compile(r"^(\d+)_")
+# The references ship with the package, so a notebook could call them instead of answering.
+INTERNALS_RE = re.compile(r"\.reference\b|grading\.exercises|grading\.registry|import registry")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_MB = 2048.0
 OUTPUT_LIMIT_MB = 64.0
@@ -153,6 +155,8 @@ def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
         ids.update(i for i, e in known.items() if e.chapter == int(chapter.group(1)))
     for unknown in sorted(ids - set(known)):
         notes.append(f"the notebook mentions exercise {unknown}, which does not exist")
+    if INTERNALS_RE.search(text):
+        notes.append("the notebook uses the grader's internals (registry or references): read it")
     chosen = sorted((known[i] for i in ids if i in known), key=lambda e: e.sort_key)
     return chosen, notes
 

@@ -105,6 +105,7 @@ def run(request: dict, events: Events) -> None:
     """Run the cells, then every requested exercise's cases, reporting as we go."""
     sys.stdout = BoundedOutput(1)
     sys.stderr = BoundedOutput(2)
+    sys.argv = [""]  # as in a kernel; the grader's file names are none of the notebook's business
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
