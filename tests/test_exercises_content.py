@@ -153,6 +153,39 @@ def log_softmax_backward(x, g, axis=-1):
     return g - stable_softmax(x, axis) * g.sum(axis=axis, keepdims=True)
 
 
+def numerical_gradient(f, x, h):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        saved = x[i]
+        x[i] = saved + h
+        up = f(x)
+        x[i] = saved - h
+        down = f(x)
+        x[i] = saved
+        grad[i] = (up - down) / (2 * h)
+    return grad
+
+
+def _forward_difference(f, x, h):
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        nudged = x.copy()
+        nudged[i] += h
+        grad[i] = (f(nudged) - f(x)) / h
+    return grad
+
+
+def _central_difference_without_restoring(f, x, h):
+    x, grad = x.copy(), np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        saved = x[i]
+        x[i] = saved + h
+        up = f(x)
+        x[i] = saved - h
+        grad[i] = (up - f(x)) / (2 * h)
+    return grad
+
+
 def accuracy(logits, targets):
     return float(np.mean(logits.argmax(axis=1) == targets))
 
@@ -200,7 +233,7 @@ RIGHT = {
     "2.1": jacobian_passes, "2.2": vjp_f, "2.3": backward_by_hand, "2.4": topological_sort,
     "3.1": exp_op, "3.2": pow_op, "3.3": sigmoid_op, "3.4": backward, "3.5": fit,
     "4.1": unbroadcast, "4.2": matmul_backward, "4.3": stable_softmax,
-    "4.4": log_softmax_backward,
+    "4.4": log_softmax_backward, "4.5": numerical_gradient,
     "5.1": accuracy, "5.2": cross_entropy, "5.3": sgd_momentum_step,
     "5.4": linear_forward_backward, "5.5": train,
 }  # fmt: skip
@@ -332,6 +365,8 @@ WRONG = [
         lambda x, g, axis: -log_softmax_backward(x, g, axis),
         "sign is flipped",
     ),
+    ("4.5", _forward_difference, "forward difference"),
+    ("4.5", _central_difference_without_restoring, "back to its old value"),
     ("5.1", lambda z, y: float(np.sum(z.argmax(axis=1) == y)), "count of correct rows"),
     ("5.1", lambda z, y: float(np.mean(z.argmax(axis=0) == y)), "along the classes"),
     ("5.2", lambda z, y: (cross_entropy(z, y)[0], cross_entropy(z, y)[1] * len(y)), "1/N"),
@@ -471,6 +506,22 @@ def test_tensor_references_match_torch(torch, rng):
     t = torch.zeros(shape, requires_grad=True)
     (t.expand(2, 4, 3) * torch.tensor(grad)).sum().backward()
     np.testing.assert_allclose(ch04._unbroadcast_reference((grad, shape)), t.grad.numpy())
+
+
+def test_gradient_check_functions_match_torch(torch, rng):
+    """Central differences of each 4.5 function agree with PyTorch's exact gradient."""
+    torch_fns = {
+        "sum(x**3)": lambda x: (x**3).sum(),
+        "log(sum(exp(x)))": lambda x: torch.logsumexp(x.flatten(), 0),
+        "sum(sin(x) * x[::-1])": lambda x: (torch.sin(x) * torch.flip(x, [0])).sum(),
+        "sum(tanh(x @ x.T))": lambda x: torch.tanh(x @ x.T).sum(),
+    }
+    for name, fn in torch_fns.items():
+        x = rng.uniform(-1, 1, size=(3, 2))
+        tx = torch.tensor(x, requires_grad=True)
+        fn(tx).backward()
+        numeric = ch04._gradcheck_reference((name, x, 1e-5))
+        np.testing.assert_allclose(numeric, tx.grad.numpy(), rtol=1e-6, atol=1e-8)
 
 
 def test_training_references_match_torch(torch, rng):

@@ -7,7 +7,7 @@ import numpy as np
 from ..spec import Case, Exercise, Mistake
 from ._common import as_array, close, detector, error_result, finite, is_error
 
-__all__ = ["EXERCISES"]
+__all__ = ["EXERCISES", "GRADCHECK_FUNCTIONS"]
 
 
 def _array(rng, shape, lo=-2.0, hi=2.0) -> np.ndarray:
@@ -382,4 +382,112 @@ LOGSOFTMAX = Exercise(
 )
 
 
-EXERCISES: list[Exercise] = [UNBROADCAST, MATMUL, SOFTMAX, LOGSOFTMAX]
+# --- 4.5 a numerical gradient for gradient checks ----------------------------------------
+
+GRADCHECK_FUNCTIONS = {
+    "sum(x**3)": lambda x: float(np.sum(x**3)),
+    "log(sum(exp(x)))": lambda x: float(np.log(np.sum(np.exp(x)))),
+    "sum(sin(x) * x[::-1])": lambda x: float(np.sum(np.sin(x) * x[::-1])),
+    "sum(tanh(x @ x.T))": lambda x: float(np.sum(np.tanh(x @ x.T))),
+}
+
+
+def _gradcheck_cases(rng):
+    cases = [
+        Case("random 1-D, f = sum(x**3)", ("sum(x**3)", _array(rng, (4,)), 1e-4)),
+        Case("random 1-D, f = log(sum(exp(x)))", ("log(sum(exp(x)))", _array(rng, (5,)), 1e-4)),
+        Case(
+            "random 2×3, f = sum(tanh(x @ x.T))", ("sum(tanh(x @ x.T))", _array(rng, (2, 3)), 1e-4)
+        ),
+        Case(
+            "random 3-D, f = sum(sin(x) * x[::-1])",
+            ("sum(sin(x) * x[::-1])", _array(rng, (2, 2, 2)), 1e-4),
+        ),
+    ]
+    cases += [
+        Case("edge: one entry", ("sum(x**3)", np.array([0.5]), 1e-3)),
+        Case("edge: a large step h = 0.1", ("sum(x**3)", np.array([1.0, -2.0, 0.5]), 0.1)),
+    ]
+    return cases
+
+
+def _gradcheck_run(answer, inputs):
+    name, x, h = inputs
+    x = np.array(x, dtype=np.float64)
+    before = x.copy()
+    grad = as_array(answer(GRADCHECK_FUNCTIONS[name], x, h))
+    if not np.array_equal(x, before):
+        return {"error": "changed x", "message": "x is not the same after the call"}
+    return grad
+
+
+def _central_differences(name, x, h, *, kind="central", restore=True):
+    """(f(x + h e_i) - f(x - h e_i)) / 2h for every entry i (or the forward difference)."""
+    f = GRADCHECK_FUNCTIONS[name]
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        old = x[i]
+        x[i] = old + h
+        up = f(x)
+        if kind == "forward":
+            x[i] = old
+            grad[i] = (up - f(x)) / h
+        else:
+            x[i] = old - h
+            grad[i] = (up - f(x)) / (2 * h)
+        if restore:
+            x[i] = old
+    return grad
+
+
+def _gradcheck_reference(inputs):
+    return _central_differences(*inputs)
+
+
+NUMERICAL_GRADIENT = Exercise(
+    id="4.5",
+    title="A numerical gradient for gradient checks",
+    task="numerical_gradient(f, x, h): central differences (f(x+h·e_i) - f(x-h·e_i)) / 2h "
+    "for every entry of the array x, leaving x unchanged",
+    answer="numerical_gradient",
+    cases=_gradcheck_cases,
+    run=_gradcheck_run,
+    reference=_gradcheck_reference,
+    mistakes=(
+        Mistake(
+            "That is the forward difference (f(x+h) - f(x)) / h, whose error shrinks only "
+            "like h. The central difference (f(x+h) - f(x-h)) / 2h is accurate to h².",
+            detector(
+                lambda got, exp, case: close(
+                    got, _central_differences(*case.inputs, kind="forward"), rtol=1e-9
+                )
+            ),
+        ),
+        Mistake(
+            "The two points are 2h apart: divide the difference by 2h, not h.",
+            detector(lambda got, exp, case: close(got, 2 * exp) and not close(got, exp)),
+        ),
+        Mistake(
+            "Each entry must go back to its old value before the next one is nudged "
+            "(otherwise later entries are evaluated at a shifted x).",
+            detector(
+                lambda got, exp, case: (
+                    close(got, _central_differences(*case.inputs, restore=False), rtol=1e-9)
+                    and not close(got, exp)
+                )
+            ),
+        ),
+        Mistake(
+            "x changed: nudge a copy, or put every entry back when you are done with it.",
+            detector(lambda got, exp, case: is_error(got, "changed x")),
+        ),
+    ),
+    nudges=(
+        "Loop over every index of x (np.ndindex(x.shape) works for any shape).",
+        "For index i: save x[i], evaluate f at x[i] + h and at x[i] - h, restore x[i].",
+    ),
+)
+
+
+EXERCISES: list[Exercise] = [UNBROADCAST, MATMUL, SOFTMAX, LOGSOFTMAX, NUMERICAL_GRADIENT]
