@@ -11,6 +11,9 @@ In Jupyter the scorecard is HTML; elsewhere it is printed as text. The check is 
 learning, not for marks: the command-line grader recomputes every verdict outside the
 student's process. While the grader runs a notebook (``AUTODIFF_LAB_GRADING=1``) ``check``
 does nothing.
+
+(This module is ``checking``, not ``check``, so that ``autodiff_lab.grading.check`` is
+always the function, never a submodule that shadows it.)
 """
 
 from __future__ import annotations
