@@ -1,0 +1,219 @@
+"""Real-browser test fixtures: a JupyterLab server and a headless Chromium page.
+
+Reusable by any browser test under ``tests/browser/``:
+
+- ``jupyter_server``: a running ``jupyter lab`` (127.0.0.1, free port, random token) whose
+  root is a temporary copy of ``notebooks/`` plus any notebooks tests add. It has
+  ``.url(path, app="lab")`` (``app``: ``lab``, ``notebooks`` for Notebook 7, ``voila``),
+  ``.root`` (the folder it serves) and ``.token``. One server per test session.
+- ``browser``: a Playwright Chromium (Debian's ``/usr/bin/chromium``), one per session.
+- ``browser_page``: a fresh page (1400x1000) per test; closed afterwards.
+- ``jupyterlab``: helpers for JupyterLab 4 (open a notebook, run all, wait for idle).
+- ``screenshot``: ``screenshot(page_or_element, name)`` saves
+  ``artifacts/screenshots/<name>.png`` and returns the path.
+
+Availability: with ``CI=true`` these tests must run, so a missing Chromium or Playwright is
+an error. Without CI they are skipped (one line saying how to enable them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("AUTODIFF_LAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+HOW_TO_ENABLE = (
+    "browser tests skipped: no Chromium at {path} (install it: `apt-get install chromium`; "
+    "with CI=true they are required)"
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "browser: drives a real browser (Chromium + Playwright)")
+
+
+def _require_browser() -> None:
+    """Skip (locally) or fail (CI) when the browser or Playwright is missing."""
+    problems = []
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        problems.append(HOW_TO_ENABLE.format(path=CHROMIUM))
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append(
+            "browser tests skipped: Playwright is not installed (pip install playwright)"
+        )
+    if problems:
+        if IN_CI:
+            pytest.fail("CI=true requires the browser tests to run, but: " + "; ".join(problems))
+        pytest.skip(problems[0])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterServer:
+    """A ``jupyter lab`` process serving ``root`` on 127.0.0.1."""
+
+    def __init__(self, root: Path, log_path: Path):
+        self.root = root
+        self.port = _free_port()
+        self.token = uuid.uuid4().hex
+        self.base = f"http://127.0.0.1:{self.port}"
+        workspaces = root.parent / "workspaces"
+        workspaces.mkdir(exist_ok=True)
+        cmd = [
+            sys.executable, "-m", "jupyterlab", "--no-browser",
+            f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={workspaces}",
+            "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]  # fmt: skip
+        if hasattr(os, "getuid") and os.getuid() == 0:
+            cmd.append("--allow-root")
+        env = dict(os.environ, AUTODIFF_LAB_RENDERER="wasm", OMP_NUM_THREADS="1")
+        self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self._wait_ready(log_path)
+
+    def _wait_ready(self, log_path: Path, timeout: float = 60):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited early:\n{log_path.read_text()[-3000:]}")
+            status = f"{self.base}/api/status?token={self.token}"
+            try:
+                with urllib.request.urlopen(status, timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"jupyter lab not ready in {timeout} s:\n{log_path.read_text()[-3000:]}")
+
+    def url(self, path: str, app: str = "lab") -> str:
+        """The address of ``path`` (relative to the root) in JupyterLab, Notebook 7 or Voila."""
+        prefix = {"lab": "lab/tree", "notebooks": "notebooks", "voila": "voila/render"}[app]
+        return f"{self.base}/{prefix}/{path}?token={self.token}"
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def jupyter_server(tmp_path_factory):
+    """A JupyterLab server over a temporary copy of notebooks/ (see the module docstring)."""
+    _require_browser()
+    base = tmp_path_factory.mktemp("jupyter")
+    root = base / "root"
+    shutil.copytree(ROOT / "notebooks", root, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    server = JupyterServer(root, base / "server.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Chromium driven by Playwright (one per session)."""
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def browser_page(browser):
+    """A fresh browser page (its own context: no shared storage between tests)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+def save_screenshot(page_or_element, name: str, **kwargs) -> Path:
+    """Save a screenshot (of a page or one element) as artifacts/screenshots/<name>.png."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page_or_element.screenshot(path=str(path), **kwargs)
+    return path
+
+
+@pytest.fixture
+def screenshot():
+    """``screenshot(page_or_element, name)`` saves artifacts/screenshots/<name>.png."""
+    return save_screenshot
+
+
+class JupyterLabUI:
+    """Steps that work in JupyterLab 4 (selectors from shared/JUPYTER-NOTES.md)."""
+
+    def __init__(self, page, server: JupyterServer):
+        self.page = page
+        self.server = server
+
+    def open(self, path: str):
+        """Open a notebook and wait until its kernel is idle."""
+        self.page.goto(self.server.url(path, "lab"))
+        self.page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
+        self.dismiss_news()
+        self.wait_idle()
+
+    def dismiss_news(self):
+        button = self.page.locator(".Toastify__toast button:has-text('No')")
+        if button.count():
+            button.first.click()
+
+    def wait_idle(self, timeout: float = 60_000):
+        self.page.wait_for_selector(".jp-StatusBar-TextItem:has-text('| Idle')", timeout=timeout)
+
+    def run_all(self):
+        """Run > Run All Cells, then wait for every cell to finish."""
+        self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        self.page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        self.page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
+            ".every(p => !p.textContent.includes('*'))",
+            timeout=90_000,
+        )
+        self.wait_idle()
+
+
+@pytest.fixture
+def jupyterlab(browser_page, jupyter_server):
+    """JupyterLab helpers bound to a fresh page and the session's server."""
+    return JupyterLabUI(browser_page, jupyter_server)
