@@ -3,8 +3,9 @@
 Every chapter cell carries ``metadata.slideshow.slide_type`` (slide / subslide / fragment /
 ``-`` / skip / notes). Two ways to present:
 
-- **Live** (recommended): open the chapter in JupyterLab and choose *View > Render as
-  slideshow* (``jupyterlab-rise``, bundled reveal.js, widgets stay live, no network).
+- **Live** (recommended): open the chapter in JupyterLab and press Alt+R (*View > Render as
+  Reveal Slideshow*, from ``jupyterlab-rise``: bundled reveal.js, widgets stay live, no
+  network).
 - **Exported HTML** (this module): nbconvert's ``SlidesExporter`` writes one ``.slides.html``
   file with the stored outputs. That page loads reveal.js, require.js, jQuery, MathJax and
   the Jupyter widget manager from CDNs, so it needs network when opened. With
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+DEFAULT_OUT = Path("build") / "slides"
 
 HELP = "export a chapter as reveal.js HTML slides (needs network to view; see --offline)"
 
@@ -36,8 +38,9 @@ shows a plain page. --offline writes a page that loads nothing from the network:
 built-in navigator (arrow keys / space; N toggles speaker notes) replaces reveal.js,
 widgets show their stored static picture, and math stays as LaTeX source (no MathJax).
 
-To present live with working widgets and no network, open the chapter in JupyterLab and
-choose View > Render as slideshow (jupyterlab-rise)."""
+The file goes to build/slides/ unless --out says otherwise. To present live with working
+widgets and no network, open the chapter in JupyterLab and press Alt+R (View > Render as
+Reveal Slideshow, from jupyterlab-rise)."""
 
 
 # --- finding a chapter ---------------------------------------------------------------------
@@ -125,6 +128,8 @@ html, body { margin: 0; height: 100%; background: #fff; }
 .reveal aside.notes { display: none; }
 body.show-notes aside.notes { display: block; border-left: 4px solid #e0a000;
   background: #fff8e1; padding: 4px 12px; margin-top: 16px; }
+.reveal pre { overflow-x: auto; }
+:root { --jp-code-font-size: 16px; --jp-content-font-size1: 18px; }
 #offline-counter { position: fixed; right: 16px; bottom: 12px; font: 16px sans-serif;
   color: #666; }
 """
@@ -192,7 +197,10 @@ def make_offline(html: str) -> str:
 def export_slides(
     notebook: Path, out_dir: Path | None = None, *, offline: bool = False, reveal_prefix=None
 ) -> Path:
-    """Write ``<out_dir>/<name>.slides.html`` for ``notebook`` and return its path."""
+    """Write ``<out_dir>/<name>.slides.html`` for ``notebook`` and return its path.
+
+    ``out_dir`` defaults to ``build/slides`` under the current directory.
+    """
     import nbformat
     from nbconvert import SlidesExporter
 
@@ -207,7 +215,7 @@ def export_slides(
     html, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     if offline:
         html = make_offline(html)
-    out_dir = Path(out_dir) if out_dir else notebook.parent
+    out_dir = Path(out_dir) if out_dir else DEFAULT_OUT
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{notebook.stem}.slides.html"
     target.write_text(html, encoding="utf-8")
@@ -246,7 +254,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("chapter", metavar="CHAPTER", help='notebook path or chapter ("03")')
     parser.add_argument(
         "--out", metavar="DIR", type=Path, default=None,
-        help="folder for the .slides.html file (default: next to the notebook)",
+        help="folder for the .slides.html file (default: build/slides)",
     )  # fmt: skip
     parser.add_argument(
         "--offline", action="store_true",
