@@ -196,6 +196,41 @@ def test_scalar_engine_hessian_of_two_variables_matches_pytorch():
     )
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nested_grad_on_values_matches_pytorch_to_order_4(seed):
+    rng = np.random.default_rng(seed)
+    a, b, c = rng.uniform(0.5, 1.5, size=3)
+    (u1, t1), (u2, t2) = (UNARY[k] for k in rng.choice(sorted(UNARY), 2))
+
+    def f(x):
+        return u1(a * x + b) * u2(c * x) + exp(-x * x) / (1 + x * x)
+
+    def ft(x):
+        return t1(a * x + b) * t2(c * x) + torch.exp(-x * x) / (1 + x * x)
+
+    x0 = float(rng.uniform(-1, 1))
+    xt = torch.tensor(x0, dtype=F64, requires_grad=True)
+    y, g = ft(xt), f
+    for order in range(1, 5):
+        (y,) = torch.autograd.grad(y, xt, create_graph=True)
+        g = grad(g)
+        assert g(x0) == pytest.approx(y.item(), rel=1e-10, abs=1e-12), order
+
+
+def test_third_derivative_tensor_of_a_tensor_function_matches_pytorch():
+    ours, theirs = random_function(4, n=3)
+    x = np.array([0.2, -0.4, 0.9])
+
+    def torch_hessian(x):
+        return torch.autograd.functional.hessian(theirs, x, create_graph=True)
+
+    expected = torch.autograd.functional.jacobian(torch_hessian, torch.tensor(x)).numpy()
+    for third in (jacfwd(hessian(ours)), jacrev(hessian(ours, mode="rev-rev"))):
+        got = third(x)
+        assert got.shape == (3, 3, 3)
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
 def test_scalar_hessian_and_hvp_for_one_number():
     def f(x):
         return sin(x) * exp(x)
