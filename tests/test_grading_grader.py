@@ -278,3 +278,27 @@ def test_gradebook_upsert_replaces_rows(tmp_path):
         with pytest.raises(sqlite3.IntegrityError):
             book.record(bad)
         assert book.rows()[0]["status"] == "passed"  # the failed write left nothing behind
+
+
+def test_reports_escape_and_csv_quotes(tmp_path):
+    sub = Submission(tmp_path / "97_x.ipynb", "o'brien <script>")
+    feedback_hint = 'a "quoted", comma | pipe\nnewline & <tag>'
+    exercise = ExerciseResult("97.1", "sin | cos", "failed", 0.5, 1.0, hints=[feedback_hint])
+    result = SubmissionResult(sub, [exercise], "abc", 1, "2026-01-01T00:00:00+00:00", 0.1)
+    with Gradebook(tmp_path / "b.sqlite") as book:
+        book.record(result)
+        assert book.export_csv(tmp_path / "g.csv") == 1
+        (html_report,) = book.write_reports(tmp_path / "html", fmt="html")
+        (md_report,) = book.write_reports(tmp_path / "md", fmt="md")
+    with open(tmp_path / "g.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert row["feedback"] == f"Hint: {feedback_hint}"  # round-trips through CSV quoting
+    assert html_report.name == "o_brien__script_.html"
+    page = html_report.read_text()
+    assert "<script>" not in page and "o&#x27;brien &lt;script&gt;" in page
+    assert "&lt;tag&gt;" in page and "0.5 / 1" in page
+    table_row = [line for line in md_report.read_text().splitlines() if line.startswith("| 97.1")]
+    assert table_row == [
+        "| 97.1 sin \\| cos | 0.5 / 1 | failed | "
+        'Hint: a "quoted", comma \\| pipe newline &amp; &lt;tag&gt; |'
+    ]

@@ -186,7 +186,9 @@ def _safe_name(name: str) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Text safe inside a Markdown table cell: no pipes, newlines or raw HTML."""
+    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _markdown_report(student: str, subs: list[dict], results: dict[str, list[dict]]) -> str:
