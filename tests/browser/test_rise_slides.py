@@ -1,0 +1,62 @@
+"""Lecture mode in a real browser: JupyterLab renders a chapter as a RISE slideshow.
+
+Opens chapter 04 in JupyterLab, chooses View > Render as Reveal Slideshow (jupyterlab-rise),
+and advances one slide with reveal.js's "next" control. The expected slide titles are read
+from the notebook's own metadata (the cells marked ``slide``), not from the page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHAPTER = "04_tensors.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / CHAPTER
+
+# The index of the slide on screen and its first heading, as reveal.js shows it.
+CURRENT_SLIDE_JS = """() => {
+  const slides = [...document.querySelectorAll('.reveal .slides > section')];
+  const index = slides.findIndex(s => s.classList.contains('present'));
+  if (index < 0) return null;
+  const heading = slides[index].querySelector('h1, h2');
+  return [index, slides.length, heading ? heading.textContent.replace('¶', '').trim() : null];
+}"""
+
+
+def slide_titles(path: Path) -> list[str]:
+    """The first heading of every cell that opens a slide, in order."""
+    titles = []
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["metadata"].get("slideshow", {}).get("slide_type") != "slide":
+            continue
+        source = "".join(cell["source"])
+        match = re.search(r"^#{1,2} +(.+)$", source, flags=re.M)
+        titles.append(match.group(1).strip() if match else "")
+    return titles
+
+
+def test_jupyterlab_presents_a_chapter_as_rise_slides(jupyterlab, browser_page, screenshot):
+    titles = slide_titles(NOTEBOOK)
+    assert len(titles) >= 5 and titles[0].startswith("Chapter 04")
+    page = browser_page
+    jupyterlab.open(CHAPTER)
+
+    page.locator(".lm-MenuBar-item", has_text="View").first.click()
+    page.locator(".lm-Menu-item[data-command='RISE:preview']").click()
+    frame = page.wait_for_selector("iframe[src*='/rise/']", timeout=60_000).content_frame()
+    frame.wait_for_selector(".reveal .slides > section.present", timeout=90_000)
+
+    index, count, heading = frame.evaluate(CURRENT_SLIDE_JS)
+    assert (index, count) == (0, len(titles))
+    assert heading == titles[0]
+
+    frame.locator(".reveal .controls .navigate-right").click()
+    frame.wait_for_function(f"() => ({CURRENT_SLIDE_JS})()[0] === 1", timeout=30_000)
+    index, _, heading = frame.evaluate(CURRENT_SLIDE_JS)
+    assert index == 1 and heading == titles[1]
+    screenshot(page, "rise_slideshow_04_second_slide")
