@@ -437,3 +437,45 @@ CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i]
         ),
     ),
 )
+
+# --- many scalars at once (Value) --------------------------------------------------------
+# A neuron's weighted sum w1*x1 + ... + wn*xn + b as ONE node instead of 2n nodes: the same
+# local derivatives (d/dwi = xi, d/dxi = wi, d/db = 1), far less bookkeeping per step.
+
+ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradient
+    "add_n",
+    lambda *xs: _sum_numbers(xs),
+    vjp_all=lambda g, out, *xs: [g] * len(xs),
+    jvp_all=lambda ts, out, *xs: _sum_numbers([t for t in ts if t is not None]),
+    symbol="Σ",
+)
+
+
+def _dot_vjp_all(g, out, *xs):
+    n = len(xs) // 2
+    ws, vs = xs[:n], xs[n:]
+    return [g * v for v in vs] + [g * w for w in ws]
+
+
+def _dot_jvp_all(ts, out, *xs):
+    n = len(xs) // 2
+    ws, vs, tws, tvs = xs[:n], xs[n:], ts[:n], ts[n:]
+    terms = [t * v for t, v in zip(tws, vs) if t is not None]
+    terms += [w * t for w, t in zip(ws, tvs) if t is not None]
+    return _sum_numbers(terms)
+
+
+DOT = primitive(  # w1*x1 + ... + wn*xn  (inputs: w1..wn, x1..xn):  d/dwi = xi,  d/dxi = wi
+    "dot",
+    lambda *xs: _sum_numbers([w * v for w, v in zip(xs[: len(xs) // 2], xs[len(xs) // 2 :])]),
+    vjp_all=_dot_vjp_all,
+    jvp_all=_dot_jvp_all,
+    symbol="·",
+)
+
+
+def _sum_numbers(xs):
+    total = 0.0
+    for x in xs:
+        total = total + x
+    return total
