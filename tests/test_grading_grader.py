@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import shutil
 import sqlite3
 import time
@@ -30,6 +31,7 @@ from autodiff_lab.grading.grader import (
 from autodiff_lab.grading.scoring import ExerciseResult
 
 TIMEOUT = 2.0
+SLEEP_ARG = f"613.{os.getpid()}"  # unique to this test run: finds our own escaped child only
 MEMORY_MB = 512
 SEED = 12345
 SETUP = "import math\nimport numpy as np\nfrom autodiff_lab.grading import check"
@@ -70,7 +72,9 @@ SUBMISSIONS = {
         "def square(x):\n    return x * x\n\n\nwhile True:\n    pass",
         "import sys\nsys.exit()",
         "while True:\n    print('PASS ' * 40)\n\n\n" + CORRECT["scale"],
-        "import subprocess\nchild = subprocess.Popen(['sleep', '613'], start_new_session=True)",
+        "import subprocess\n"
+        f"child = subprocess.Popen(['sleep', '{SLEEP_ARG}'], start_new_session=True)\n"
+        "with open('child.pid', 'a') as f:\n    print(child.pid, file=f)",
         "import os\nos._exit(1)",
     ],
     "dave": [
@@ -159,10 +163,15 @@ def test_cell_level_sabotage_is_contained(batch):
 
 
 def test_no_process_outlives_the_grader(batch):
+    """carol's cell started `sleep` in a session of its own (so killing the worker's process
+    group misses it), once per worker run; every one was killed all the same."""
+    pids = (batch["subs"] / "carol" / "child.pid").read_text().split()
+    assert len(pids) == 2  # the first run, and the rerun after os._exit
     leftovers = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and (proc / "cmdline").read_bytes() == b"sleep\x00613\x00":
+            cmdline = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
+            if cmdline == f"sleep\0{SLEEP_ARG}\0".encode():
                 leftovers.append(proc.name)
         except OSError:
             pass
@@ -194,6 +203,27 @@ def test_an_unreadable_notebook_is_recorded_and_does_not_stop_the_batch(batch):
 def test_the_batch_returns_within_its_timeouts(batch):
     # 10 worker starts and 3 timeouts of 2 s, two at a time; generous for a busy machine.
     assert batch["elapsed"] < 120
+
+
+def test_whose_notebook_and_which_exercises(tmp_path):
+    load_test_exercises()
+    folder = tmp_path / "class"
+    a = write_notebook(folder / "ann" / "deep" / "97_work.ipynb", ["pass"])
+    b = write_notebook(folder / "ben.ipynb", ["check('97.2', square)"])
+    write_notebook(folder / "ann" / ".ipynb_checkpoints" / "97_work-checkpoint.ipynb", ["pass"])
+    write_notebook(folder / "ann" / "97_work.new.ipynb", ["pass"])
+    c = write_notebook(tmp_path / "cy" / "97_work.ipynb", ["pass"])
+    found = collect_submissions([folder, c, a])  # a twice: graded once
+    assert [(s.path, s.student) for s in found] == [(a, "ann"), (b, "ben"), (c, "cy")]
+    from autodiff_lab.grading.build import read_notebook
+    from autodiff_lab.grading.grader import exercises_in
+
+    chapter, _ = exercises_in(read_notebook(a), a)  # from the file name's chapter
+    assert [e.id for e in chapter] == ["97.1", "97.2", "97.3"]
+    named, notes = exercises_in(read_notebook(b), b)  # from the check() call
+    assert [e.id for e in named] == ["97.2"] and notes == []
+    with pytest.raises(FileNotFoundError, match="no such notebook"):
+        collect_submissions([tmp_path / "missing.ipynb"])
 
 
 def test_csv_and_reports(batch):
