@@ -31,7 +31,9 @@ def boxes(svg: str) -> dict[str, tuple[str, str]]:
 
 
 def edge_texts(svg: str) -> list[str]:
-    return [html.unescape(t) for block in EDGE_LABELS.findall(svg) for t in TEXT.findall(block)]
+    """The label of each labelled edge, its lines joined by spaces."""
+    labels = [" ".join(html.unescape(t) for t in TEXT.findall(b)) for b in EDGE_LABELS.findall(svg)]
+    return [label for label in labels if label]
 
 
 @pytest.fixture(autouse=True)

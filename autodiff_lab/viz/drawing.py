@@ -211,6 +211,7 @@ class GraphView:
         edge_label: Callable | None = None,
         highlight: Iterable = (),
         layout: Layout | None = None,
+        stacked: bool = False,
     ) -> str:
         """DOT source of the drawing.
 
@@ -218,7 +219,8 @@ class GraphView:
         lines under the label (default: data and grad); ``edge_label(node, position)`` a
         label for the edge from ``node._prev[position]`` into ``node``'s operation.
         With a ``layout`` (see :meth:`layout`) every node and edge is pinned where that
-        layout put it: render the result with ``engine="nop2"``.
+        layout put it: render the result with ``engine="nop2"``. ``stacked`` puts a
+        value's label, data and grad under each other instead of side by side.
         """
         highlight = set(highlight)
         font = 20 if self.large else 12
@@ -266,7 +268,10 @@ class GraphView:
             fields = [escape_record(node.label)] if node.label else []
             lines = value_text(node) if value_text else default_value_lines(node, show_grad)
             fields += [escape_record(line) for line in lines]
-            label = "{" + " | ".join(fields) + "}" if not is_tensor(node) else " | ".join(fields)
+            # A Value's fields side by side (as micrograd draws them); stacked when asked
+            # for (narrower boxes: the steppers' graphs carry extra text) and for tensors.
+            side_by_side = not (stacked or is_tensor(node))
+            label = "{" + " | ".join(fields) + "}" if side_by_side else " | ".join(fields)
             g.node(
                 f"v{i}",
                 label=label,

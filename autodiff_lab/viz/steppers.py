@@ -238,6 +238,7 @@ class _Stepper(widgets.VBox):
                 for position in range(len(node._prev)):
                     edge_text[node, position] = self._edge_label(node, position, self.step_of[node])
         return self.view.layout(
+            stacked=True,
             value_text=widest.__getitem__,
             edge_label=lambda node, position: edge_text.get((node, position), ""),
         )
@@ -249,6 +250,7 @@ class _Stepper(widgets.VBox):
             value_text=lambda node: self._value_text(node, k),
             edge_label=lambda node, position: self._edge_label(node, position, k),
             layout=self._layout,
+            stacked=True,
         )
 
     def frame_svg(self, k: int) -> str:
@@ -261,7 +263,8 @@ class _Stepper(widgets.VBox):
     def frame_html(self, k: int) -> str:
         """The HTML panel for step ``k``: explanation above, picture below."""
         size = 18 if self.large else 13
-        svg = self.frame_svg(k)
+        # shrink to the panel's width when wider (the whole graph stays in view)
+        svg = self.frame_svg(k).replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
         return (
             f'<div class="autodiff-lab-{self._kind}" style="{_BOX_STYLE.format(size=size)}">'
             f"{self.explain(k)}<div>{svg}</div></div>"
@@ -456,7 +459,7 @@ class BackwardStepper(_Stepper):
             if c.position == position:
                 if c.local is None:
                     return f"→ {_fmt(c.share)}"
-                return f"{_fmt(c.incoming)} × {_fmt(c.local)} = {_fmt(c.share)}"
+                return f"{_fmt(c.incoming)} × {_fmt(c.local)}\\n= {_fmt(c.share)}"
         return ""
 
     def explain(self, k: int) -> str:
@@ -659,7 +662,7 @@ class ForwardStepper(_Stepper):
             if c.position == position:
                 if c.local is None:
                     return f"→ {_fmt(c.share)}"
-                return f"{_fmt(c.local)} × {_fmt(c.incoming)} = {_fmt(c.share)}"
+                return f"{_fmt(c.local)} × {_fmt(c.incoming)}\\n= {_fmt(c.share)}"
         return ""
 
     def _direction(self) -> str:

@@ -84,6 +84,18 @@ def test_backward_stepper_and_explorer_in_jupyterlab(jupyterlab, widgets_noteboo
     expect(drawing).to_be_visible()
     screenshot(page, "lab_widgets_notebook", full_page=True)
 
+    # the same picture in the dark theme: explicit fills on white keep it readable
+    page.locator(".lm-MenuBar-item", has_text="Settings").first.click()
+    page.locator(".lm-Menu-item", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-item", has_text="JupyterLab Dark").first.click()
+    expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
+    stepper.scroll_into_view_if_needed()
+    background = stepper.locator(".widget-html-content > div").first.evaluate(
+        "el => getComputedStyle(el).backgroundColor"
+    )
+    assert background == "rgb(255, 255, 255)"
+    screenshot(page, "lab_dark_theme_stepper")
+
 
 def test_backward_stepper_in_voila(browser_page, jupyter_server, widgets_notebook, screenshot):
     from playwright.sync_api import expect
