@@ -30,7 +30,8 @@ HELP = "export a chapter as reveal.js HTML slides (needs network to view; see --
 DESCRIPTION = """\
 Export a chapter notebook as reveal.js HTML slides, built from the stored outputs (the
 notebook is not re-run). CHAPTER is a path to a notebook, or a chapter number or name
-prefix looked up in notebooks/: "3", "03", "04_tensors", "tensors".
+prefix looked up in notebooks/: "3", "03", "04_tensors", "tensors"; "all" exports every
+notebook in notebooks/.
 
 Network: the default HTML loads reveal.js, require.js, jQuery, MathJax and the Jupyter
 widget manager from CDNs (unpkg, cdnjs, jsdelivr) when it is opened; without network it
@@ -226,20 +227,26 @@ def export_slides(
 
 
 def run(args: argparse.Namespace) -> int:
-    """``autodiff-lab slides``: export, print where the file went and how many slides."""
+    """``autodiff-lab slides``: export, print where each file went and how many slides."""
     import nbformat
 
     try:
-        notebook = find_chapter(args.chapter)
+        if args.chapter == "all":
+            notebooks = sorted(notebooks_dir().glob("*.ipynb"))
+            if not notebooks:
+                raise FileNotFoundError(f"slides: no notebooks in {notebooks_dir()}")
+        else:
+            notebooks = [find_chapter(args.chapter)]
     except FileNotFoundError as e:
         print(e, file=sys.stderr)
         return 2
-    target = export_slides(
-        notebook, args.out, offline=args.offline, reveal_prefix=args.reveal_prefix
-    )
-    slides, subslides = count_slides(nbformat.read(notebook, as_version=4))
     mode = "offline, no network needed" if args.offline else "loads reveal.js etc. from CDNs"
-    print(f"wrote {target} ({slides} slides, {subslides} subslides; {mode})")
+    for notebook in notebooks:
+        target = export_slides(
+            notebook, args.out, offline=args.offline, reveal_prefix=args.reveal_prefix
+        )
+        slides, subslides = count_slides(nbformat.read(notebook, as_version=4))
+        print(f"wrote {target} ({slides} slides, {subslides} subslides; {mode})")
     return 0
 
 
@@ -251,7 +258,9 @@ def register(subparsers) -> argparse.ArgumentParser:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("chapter", metavar="CHAPTER", help='notebook path or chapter ("03")')
+    parser.add_argument(
+        "chapter", metavar="CHAPTER", help='notebook path, chapter ("03", "tensors") or "all"'
+    )
     parser.add_argument(
         "--out", metavar="DIR", type=Path, default=None,
         help="folder for the .slides.html file (default: build/slides)",

@@ -133,3 +133,18 @@ def test_command_writes_slides_and_says_what_needs_network(tmp_path, capsys):
     args = parser.parse_args(["slides", "no-such-chapter-xyz"])
     assert args.run(args) == 2
     assert "no chapter matches" in capsys.readouterr().err
+
+
+def test_command_all_exports_every_notebook(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name in ("01_one", "02_two"):
+        _tiny_notebook(folder / f"{name}.ipynb")
+    monkeypatch.chdir(tmp_path)  # notebooks_dir() is ./notebooks when it exists
+    parser = argparse.ArgumentParser(prog="autodiff-lab")
+    slides.register(parser.add_subparsers())
+    args = parser.parse_args(["slides", "all", "--offline"])
+    assert args.run(args) == 0
+    written = sorted(p.name for p in (tmp_path / "build" / "slides").iterdir())
+    assert written == ["01_one.slides.html", "02_two.slides.html"]
+    assert capsys.readouterr().out.count("wrote ") == 2
