@@ -392,9 +392,23 @@ def _plain_index(index):
 
 
 def concatenate(tensors, axis: int = 0) -> Tensor:
-    """Join tensors along an existing axis; backward hands each its slice of the gradient."""
+    """Join tensors along an existing axis; backward hands each its slice of the gradient.
+
+    Forward-mode ``Dual`` arrays can be joined too (their tangents are joined alike).
+    """
+    if any(isinstance(t, Dual) for t in tensors):  # forward mode: Duals are the outer layer
+        parts = [
+            t if isinstance(t, Tensor | Dual) else _to_array(t, None, "concatenate")
+            for t in tensors
+        ]
+        _check_concatenate([np.shape(P.constant(t)) for t in parts], axis)
+        return P.bind(P.CONCATENATE, *parts, axis=axis)
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
-    shapes = [t.shape for t in tensors]
+    _check_concatenate([t.shape for t in tensors], axis)
+    return Tensor._apply(P.CONCATENATE, *tensors, axis=axis)
+
+
+def _check_concatenate(shapes: list, axis: int):
     if not shapes:
         raise ValueError("concatenate: needs at least one tensor")
     ref = shapes[0]
@@ -405,15 +419,19 @@ def concatenate(tensors, axis: int = 0) -> Tensor:
             x != y for i, (x, y) in enumerate(zip(s, ref)) if i != axis % len(ref)
         ):
             raise ValueError(f"concatenate: shapes {shapes} must match except along axis {axis}")
-    return Tensor._apply(P.CONCATENATE, *tensors, axis=axis)
 
 
 def stack(tensors, axis: int = 0) -> Tensor:
     """Join same-shape tensors along a new axis (each gets a size-1 axis, then concatenate)."""
-    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    if any(isinstance(t, Dual) for t in tensors):  # forward mode: constants stay arrays
+        tensors = [
+            t if isinstance(t, Tensor | Dual) else _to_array(t, None, "stack") for t in tensors
+        ]
+    else:
+        tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if len({t.shape for t in tensors}) > 1:
         raise ValueError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
-    ndim = tensors[0].ndim + 1
+    ndim = len(tensors[0].shape) + 1
     axis = axis % ndim
     expanded = [t.reshape(t.shape[:axis] + (1,) + t.shape[axis:]) for t in tensors]
     return concatenate(expanded, axis=axis)
