@@ -16,11 +16,15 @@ Design
   changes nothing but the student's own answers.
 * **Limits.** A per-cell and per-exercise timeout (the clock restarts at each cell and each
   exercise), an address-space limit (``RLIMIT_AS``), a file-size limit on everything the
-  process writes, and output beyond 1 MB dropped. When a cell or an exercise hits a limit
-  or kills its process (``os._exit``, a segfault), the grader kills the whole process
-  session — plus any process carrying this run's token in its environment, which finds
-  children that started a session of their own — records what happened, and starts a new
-  process that skips that cell or exercise, so the rest is still graded.
+  process writes, and output beyond 1 MB dropped. A cell that runs too long is interrupted
+  (``KeyboardInterrupt``, like Jupyter's stop button) and the next cell runs. When an
+  exercise runs too long, an interrupt is swallowed, or the code kills its own process
+  (``os._exit``, a segfault), the grader kills the whole process session — plus any
+  process carrying this run's token in its environment, which finds children that started
+  a session of their own — records what happened, and starts a new process that skips
+  that cell or exercise, so the rest is still graded.
+* **Cases and answers.** Each exercise's cases run in one go with its timeout; points are
+  per case. The notebook's own ``check`` calls do nothing while grading.
 
 Limits of the sandbox, stated plainly: this is not a security boundary against a
 determined attacker (the code runs as the grader's user and can read files, use the
