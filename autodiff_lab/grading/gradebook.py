@@ -57,6 +57,7 @@ class Gradebook:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(self.path, timeout=30)
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
@@ -148,6 +149,7 @@ class Gradebook:
     def export_csv(self, path: str | Path, submissions: list[str] | None = None) -> int:
         """Write one CSV row per submission and exercise; return the number of rows."""
         rows = self.rows(submissions)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
             writer.writeheader()
