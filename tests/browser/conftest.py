@@ -54,6 +54,15 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "browser: drives a real browser (Chromium + Playwright)")
 
 
+_SKIPPED_BECAUSE: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line at the end of the run when the browser tests could not run."""
+    if _SKIPPED_BECAUSE:
+        terminalreporter.write_line(_SKIPPED_BECAUSE[0], yellow=True, bold=True)
+
+
 def _require_browser() -> None:
     """Skip (locally) or fail (CI) when the browser or Playwright is missing."""
     problems = []
@@ -68,6 +77,8 @@ def _require_browser() -> None:
     if problems:
         if IN_CI:
             pytest.fail("CI=true requires the browser tests to run, but: " + "; ".join(problems))
+        if not _SKIPPED_BECAUSE:
+            _SKIPPED_BECAUSE.append(problems[0])
         pytest.skip(problems[0])
 
 
