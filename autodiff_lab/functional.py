@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -50,23 +49,24 @@ class _ReverseNesting:
     Inside another one, a transformation always records its backward pass as a graph
     (create_graph) and returns graph values: ``f`` may close over the outer one's graph
     values (``grad(lambda x: x * grad(lambda y: x * y)(1.0))``), and dropping the graph
-    would silently treat them as constants.
+    would silently treat them as constants. ``with _running_reverse:`` counts one level.
     """
 
     depth = 0
 
+    def __enter__(self):
+        _ReverseNesting.depth += 1
 
-@contextmanager
-def _running_reverse():
-    _ReverseNesting.depth += 1
-    try:
-        yield
-    finally:
+    def __exit__(self, *exc_info):
         _ReverseNesting.depth -= 1
 
 
+_running_reverse = _ReverseNesting()
+_NODE_TYPES = (Value, Tensor)
+
+
 def _is_node(x) -> bool:
-    return isinstance(x, Value | Tensor)
+    return isinstance(x, _NODE_TYPES)
 
 
 def _leaf(x, *, scalar_as_value=True):
@@ -165,7 +165,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         leaves = [_leaf(args[i]) for i in nums]
         for i, leaf in zip(nums, leaves, strict=True):
             args[i] = leaf
-        with _running_reverse():
+        with _running_reverse:
             out = f(*args)
         core = _inner_primal(out)
         if not _is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
@@ -211,7 +211,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def _raw(x):
-    if isinstance(x, Value | Tensor):
+    if isinstance(x, _NODE_TYPES):
         return x.data
     return x
 
@@ -226,7 +226,7 @@ def vjp(f: Callable, *primals):
         return _vjp_through_duals(f, primals)
     nested = _ReverseNesting.depth > 0 or any(_is_node(p) for p in primals)
     leaves = [_leaf(p) for p in primals]
-    with _running_reverse():
+    with _running_reverse:
         out = f(*leaves)
 
     def vjp_fn(cotangent):
@@ -364,7 +364,7 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         nested = _ReverseNesting.depth > 0 or _is_node(x)
         leaf = x if _is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
         args[argnums] = leaf
-        with _running_reverse():
+        with _running_reverse:
             out = f(*args)
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
