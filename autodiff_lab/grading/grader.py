@@ -182,23 +182,22 @@ class WorkerRun:
 
 
 class _EventReader:
-    """Reads the JSON-lines events file as it grows; ignores malformed lines."""
+    """Reads the JSON-lines events file as it grows; ignores malformed lines.
+
+    The file is opened once, before the worker starts, so renaming or deleting it from the
+    notebook cannot hide the events.
+    """
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
+        self.file = open(path, "rb")  # closed by close()
+        self.consumed = 0
         self.partial = b""
 
     def read_new(self) -> list[dict]:
-        if self.offset >= MAX_EVENT_LOG_BYTES:
+        if self.consumed >= MAX_EVENT_LOG_BYTES:
             return []
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read(MAX_EVENT_LOG_BYTES - self.offset)
-        except FileNotFoundError:
-            return []
-        self.offset += len(chunk)
+        chunk = self.file.read(MAX_EVENT_LOG_BYTES - self.consumed)
+        self.consumed += len(chunk)
         lines = (self.partial + chunk).split(b"\n")
         self.partial = lines.pop()
         events = []
@@ -210,6 +209,9 @@ class _EventReader:
             if isinstance(event, dict) and isinstance(event.get("event"), str):
                 events.append(event)
         return events
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def _tail(path: Path, n: int = 1500) -> str:
@@ -286,6 +288,7 @@ def run_worker(
     )
     request_path.write_text(json.dumps(request))
     events_path.write_bytes(b"")
+    reader = _EventReader(events_path)
     token = secrets.token_hex(16)
     extra = [*registry.extra_modules(), os.environ.get(registry.ENV_EXTRA_MODULES, "")]
     env = dict(os.environ)
@@ -315,7 +318,6 @@ def run_worker(
             start_new_session=True,
             close_fds=True,
         )
-    reader = _EventReader(events_path)
     events: list[dict] = []
     phase: tuple[str, Any] = ("startup", None)
     started = phase_started = time.monotonic()
@@ -364,6 +366,7 @@ def run_worker(
     for event in reader.read_new():  # whatever arrived between the last read and the kill
         events.append(event)
         finished = finished or event["event"] == "finished"
+    reader.close()
     return WorkerRun(
         events=events,
         finished=finished,
