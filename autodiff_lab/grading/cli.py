@@ -74,7 +74,7 @@ def run_build(args: argparse.Namespace) -> int:
         if args.check:
             return check_up_to_date(args.solutions, args.exercises)
         return build(args.solutions, args.exercises, force=args.force)
-    except BuildError as exc:
+    except (BuildError, ImportError) as exc:
         print(f"build-exercises: {exc}", file=sys.stderr)
         return 2
 
@@ -83,11 +83,12 @@ def run_grade(args: argparse.Namespace) -> int:
     from .gradebook import Gradebook
     from .grader import collect_submissions, grade_batch
 
-    for module in args.exercises_module:
-        registry.load_module(module)
     try:
+        for module in args.exercises_module:
+            registry.load_module(module)
+        registry.all_exercises()
         submissions = collect_submissions(args.submissions)
-    except FileNotFoundError as exc:
+    except (ImportError, FileNotFoundError, TypeError, ValueError) as exc:
         print(f"grade: {exc}", file=sys.stderr)
         return 2
     if not submissions:
