@@ -142,7 +142,9 @@ class Layer(Module):
         return out[0] if len(out) == 1 else out
 
     def __repr__(self) -> str:
-        return f"Layer of [{', '.join(str(n) for n in self.neurons)}]"
+        first = self.neurons[0]
+        kind = first.activation if first.nonlin else "linear"
+        return f"Layer({len(first.w)} -> {len(self.neurons)}, {kind})"
 
 
 class MLP(Module):
@@ -166,7 +168,8 @@ class MLP(Module):
         return x
 
     def __repr__(self) -> str:
-        return f"MLP of [{', '.join(str(layer) for layer in self.layers)}]"
+        sizes = [len(self.layers[0].neurons[0].w)] + [len(layer.neurons) for layer in self.layers]
+        return f"MLP({' -> '.join(map(str, sizes))}, {self.layers[0].neurons[0].activation})"
 
 
 # --- tensor modules -------------------------------------------------------------------------
