@@ -85,6 +85,7 @@ def test_regions_become_stubs_and_outputs_are_cleared(course, capsys):
     assert all(c.outputs == [] and c.execution_count is None for c in code)
     assert not any("worked solution" in c.source for c in nb.cells)  # solution-only dropped
     assert not any("SOLUTION" in c.source for c in nb.cells)
+    nbformat.validate(nb)  # written with plain json, still a valid notebook
     manifest = json.loads((course / "exercises" / ".manifest.json").read_text())
     import hashlib
 
@@ -185,3 +186,21 @@ def test_check_with_no_solutions_succeeds_from_the_command_line(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "no solutions/*.ipynb yet" in done.stdout
+
+
+def test_a_top_level_region_is_built_with_a_warning(tmp_path, capsys):
+    """A stub at a cell's top level raises when the cell runs, which stops "Run All"."""
+    load_test_exercises()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "### BEGIN SOLUTION  # Exercise 97.2\nsquare = 4\n### END SOLUTION"
+        )
+    ]
+    nbformat.write(nb, tmp_path / "97_top.ipynb")
+    generated = generate(tmp_path / "97_top.ipynb")
+    assert generated.exercise_ids == ["97.2"]
+    assert generated.warnings == [
+        "97_top.ipynb code cell 1, line 1: exercise 97.2's region is at the top level of the "
+        "cell, so its stub raises when the cell runs and stops 'Run All'"
+    ]
