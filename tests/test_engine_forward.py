@@ -335,3 +335,15 @@ def test_one_function_runs_on_floats_arrays_values_tensors_and_duals():
     d = f(Dual(x0, 1.0))
     assert d.primal == pytest.approx(expected, rel=1e-14) and d.tangent == pytest.approx(slope)
     assert grad(f)(x0) == pytest.approx(slope) and jvp(f, (x0,), (1.0,))[1] == pytest.approx(slope)
+
+
+def test_dual_keeps_float32_and_saturates_finitely():
+    x = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    out = adl.tanh(Dual(x, np.ones(3, dtype=np.float32)) * 2.0) @ np.ones(3, dtype=np.float32)
+    assert out.primal.dtype == np.float32 and out.tangent.dtype == np.float32
+    assert out.tangent == pytest.approx(np.sum(2 * (1 - np.tanh(2 * x) ** 2)), rel=1e-5)
+    big = Dual(np.array([1000.0, -1000.0]), np.ones(2))
+    for f in (adl.tanh, adl.sigmoid):
+        d = f(big)
+        assert np.all(np.isfinite(d.primal)) and np.all(np.isfinite(d.tangent))
+        np.testing.assert_allclose(d.tangent, 0.0, atol=1e-300)

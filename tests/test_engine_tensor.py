@@ -362,3 +362,13 @@ def test_mixed_precision_gradient_has_the_inputs_dtype():
     (a * b).sum().backward()
     assert b.grad.dtype == np.float64
     assert a.grad.dtype == np.float32
+
+
+def test_tanh_and_sigmoid_of_huge_entries_are_finite():
+    x = Tensor([1000.0, -1000.0, 750.0, -750.0], requires_grad=True)
+    t, s = adl.tanh(x), adl.sigmoid(x)
+    np.testing.assert_array_equal(t.data, [1.0, -1.0, 1.0, -1.0])
+    np.testing.assert_array_equal(s.data, [1.0, 0.0, 1.0, 0.0])
+    (t + s).sum().backward()
+    assert np.all(np.isfinite(x.grad))
+    np.testing.assert_allclose(x.grad, 0.0, atol=1e-300)
