@@ -1,0 +1,219 @@
+"""Chapters 00, 01 and 02: structure, slides, and the claims their stored outputs show.
+
+nbval (run on every notebook by ``make test``) checks that re-running a chapter reproduces
+its stored outputs. These tests check that the stored outputs *demonstrate* what the text
+claims (claim 1 in chapter 00, claims 4 and 5 in chapters 01-02), against values computed
+here independently, so a chapter re-executed on a broken engine cannot be committed
+unnoticed. The timing trend of chapter 02 is checked in ``test_course_a_cost_trend.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+CH00 = NOTEBOOKS / "00_why_autodiff.ipynb"
+CH01 = NOTEBOOKS / "01_forward_mode.ipynb"
+CH02 = NOTEBOOKS / "02_reverse_mode.ipynb"
+CHAPTERS = [CH00, CH01, CH02]
+EPS = np.finfo(float).eps
+SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return src if isinstance(src, str) else "".join(src)
+
+
+def _markdown(path: Path) -> str:
+    return "\n".join(_source(c) for c in _cells(path) if c["cell_type"] == "markdown")
+
+
+def _printed(cell: dict) -> str:
+    """What one code cell printed (stream output)."""
+    return "".join(
+        o["text"] if isinstance(o["text"], str) else "".join(o["text"])
+        for o in cell.get("outputs", [])
+        if o["output_type"] == "stream"
+    )
+
+
+def _cell_after_heading(path: Path, heading: str, skip: int = 0) -> dict:
+    """The first code cell after the Markdown cell containing ``heading`` (plus ``skip``)."""
+    cells = _cells(path)
+    start = next(i for i, c in enumerate(cells) if heading in _source(c))
+    code = [c for c in cells[start:] if c["cell_type"] == "code"]
+    return code[skip]
+
+
+def _f_prime(x: float) -> float:
+    """d/dx e^{sin x} / (1 + x^2), by hand."""
+    return math.exp(math.sin(x)) * (math.cos(x) * (1 + x * x) - 2 * x) / (1 + x * x) ** 2
+
+
+# --- structure ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, link",
+    [
+        (CH00, "01_forward_mode.ipynb"),
+        (CH01, "../exercises/01_forward_mode.ipynb"),
+        (CH02, "../exercises/02_reverse_mode.ipynb"),
+    ],
+    ids=["00", "01", "02"],
+)
+def test_chapter_has_goals_check_yourself_link_and_summary(path, link):
+    cells = _cells(path)
+    assert "Learning goals" in _source(cells[0])
+    text = _markdown(path)
+    check = text[text.index("## Check yourself") :]
+    assert "<details>" in check and check.count("\n1. ") >= 1
+    assert link in text
+    assert "## Summary" in text
+    assert "$$" in text, "the narrative derives things with display math"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_executed_without_errors(path):
+    code = [c for c in _cells(path) if c["cell_type"] == "code"]
+    assert all(c.get("execution_count") for c in code), "commit the notebook executed"
+    for cell in code:
+        assert all(o["output_type"] != "error" for o in cell.get("outputs", [])), _source(cell)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_cell_has_slide_metadata_and_speaker_notes_exist(path):
+    cells = _cells(path)
+    types = [c["metadata"].get("slideshow", {}).get("slide_type") for c in cells]
+    assert set(types) <= SLIDE_TYPES, set(types) - SLIDE_TYPES
+    assert types[0] == "slide"
+    assert "notes" in types, "derivations go to speaker notes"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_timing_cells_are_excluded_from_output_comparison(path):
+    timed = 0
+    for cell in _cells(path):
+        src = _source(cell)
+        calls = src.count("best_time(") - src.count("def best_time(") + src.count("CostExplorer(")
+        if cell["cell_type"] == "code" and calls:
+            timed += 1
+            assert "nbval-ignore-output" in cell["metadata"].get("tags", []), src
+    if path != CH01:
+        assert timed, "chapters 00 and 02 measure time"
+
+
+# --- claim 1 (chapter 00): exact, not approximate -----------------------------------------
+
+
+def test_ch00_finite_differences_lose_digits_autodiff_does_not():
+    table = _printed(_cell_after_heading(CH00, "## Claim 1, demonstrated"))
+    exact = _f_prime(1.5)
+    rows = {}
+    for line in table.splitlines()[1:]:
+        name, value = re.match(r"(.+?)\s+(-?\d\.\d{10,})", line).groups()
+        rows[name.strip()] = float(value)
+    assert len(rows) == 5
+    for name, value in rows.items():
+        rel = abs(value - exact) / abs(exact)
+        if "difference" in name:
+            assert rel > 1e3 * EPS, f"{name} should be visibly approximate: {rel:.1e}"
+        else:  # symbolic and both autodiff modes
+            assert rel <= 4 * EPS, f"{name} should be exact to rounding: {rel:.1e}"
+
+
+def test_ch00_expression_swell_table_grows_exponentially_graph_linearly():
+    table = _printed(_cell_after_heading(CH00, "### The catch: expression swell"))
+    rows = [
+        [int(v.replace(",", "")) for v in line.split()]
+        for line in table.splitlines()[1:]
+        if line.strip()
+    ]
+    assert [r[0] for r in rows] == list(range(1, 11))
+    for n, formula, derivative, graph in rows:
+        assert graph == 6 * n + 1  # 5 operations + the constant 1 per composition, + x
+        assert formula == 2 ** (n + 3) - 7  # the formula tree doubles (+ 7) per composition
+        assert derivative > formula
+    derivative = [r[2] for r in rows]
+    assert all(b > 2 * a for a, b in zip(derivative, derivative[1:]))
+    assert derivative[-1] > 200_000
+
+
+def test_ch00_autodiff_matches_the_200k_node_symbolic_derivative():
+    printed = _printed(_cell_after_heading(CH00, "61 nodes; let us check it"))
+    by_autodiff, by_symbolic = (float(v) for v in re.findall(r"by \w+:\s+(\S+)", printed))
+    assert by_autodiff == pytest.approx(by_symbolic, rel=20 * EPS)
+
+    # independent check: central difference of f_10 at 1.5 (about 1e-9 accurate)
+    def f_10(x):
+        for _ in range(10):
+            x = math.exp(math.sin(x)) / (1 + x * x)
+        return x
+
+    h = 1e-5
+    central = (f_10(1.5 + h) - f_10(1.5 - h)) / (2 * h)
+    assert by_autodiff == pytest.approx(central, rel=1e-6)
+
+
+# --- claims 4 and 5 (chapters 01-02): one pass = a column (jvp) or a row (vjp) -------------
+
+
+def _jacobian_f3(x, y, z):
+    c1, c2 = math.cos(x + 2 * y - z), math.cos(0.5 * x - y + 3 * z)
+    return np.array([[c1 + 2 * x, 2 * c1, -c1], [0.5 * c2, -c2 + 2 * y, 3 * c2]])
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", text)]
+
+
+def test_ch01_one_forward_pass_gives_a_jacobian_column():
+    printed = _printed(_cell_after_heading(CH01, "## Several inputs, several outputs"))
+    tangents = _floats(printed.splitlines()[0])
+    assert tangents == pytest.approx(_jacobian_f3(0.3, -0.2, 0.5)[:, 0], rel=1e-14)
+
+
+def test_ch01_jvp_is_jacobian_times_direction():
+    printed = _printed(_cell_after_heading(CH01, "## `jvp`: the forward-mode primitive"))
+    line = next(s for s in printed.splitlines() if s.startswith("J v (jvp)"))
+    expected = _jacobian_f3(0.3, -0.2, 0.5) @ np.array([1.0, -2.0, 0.5])
+    assert _floats(line) == pytest.approx(expected, rel=1e-14)
+
+
+def test_ch02_backprop_by_hand_equals_backward_and_closed_form():
+    printed = _printed(_cell_after_heading(CH02, "That loop is the whole of backpropagation"))
+    t = math.tanh(0.5)
+    expected = {"x": -1.2 * t + (0.5 * -1.2 + 2.0) * (1 - t * t), "y": 0.5 * t, "z": t}
+    for line in printed.splitlines():
+        name = re.match(r"d L/d(\w)", line).group(1)
+        loop, backward, by_hand = _floats(line)
+        assert loop == backward == pytest.approx(expected[name], abs=1e-14)
+        assert by_hand == pytest.approx(expected[name], abs=1e-14)
+
+
+def test_ch02_one_reverse_pass_gives_a_jacobian_row():
+    printed = _printed(_cell_after_heading(CH02, "## `vjp`: the reverse-mode primitive"))
+    row = _floats(printed.splitlines()[0])
+    assert row == pytest.approx(_jacobian_f3(0.3, -0.2, 0.5)[0], rel=1e-14)
+
+
+def test_ch02_jvp_and_vjp_agree_on_u_J_v():
+    printed = _printed(_cell_after_heading(CH02, "## Claim 5: `jvp` and `vjp`"))
+    forward, reverse = _floats(printed)[:2]
+    rng = np.random.default_rng(0)
+    u, v = rng.normal(size=2), rng.normal(size=3)
+    expected = u @ _jacobian_f3(0.3, -0.2, 0.5) @ v
+    assert forward == pytest.approx(expected, rel=1e-13)
+    assert reverse == pytest.approx(expected, rel=1e-13)
