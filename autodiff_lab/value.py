@@ -39,6 +39,14 @@ def _as_number(x, op: str):
     )
 
 
+def _as_value(x, op: str):
+    """A number as a constant Value; ``NotImplemented`` for a forward-mode Dual, so
+    that ``Value * Dual`` is handled by ``Dual.__rmul__`` (the dual is the outer layer)."""
+    if hasattr(x, "tangent"):
+        return NotImplemented
+    return Value(_as_number(x, op))
+
+
 class Value:
     """A scalar in a recorded computation. ``Value(2.0) * Value(3.0)`` records a ``*`` node."""
 
@@ -85,19 +93,27 @@ class Value:
     # --- arithmetic: each builds its output node; the rules live in primitives.py ------
 
     def __add__(self, other):
-        other = other if isinstance(other, Value) else Value(_as_number(other, "+"))
+        other = other if isinstance(other, Value) else _as_value(other, "+")
+        if other is NotImplemented:
+            return other
         return Value._result(self.data + other.data, (self, other), P.ADD)
 
     def __mul__(self, other):
-        other = other if isinstance(other, Value) else Value(_as_number(other, "*"))
+        other = other if isinstance(other, Value) else _as_value(other, "*")
+        if other is NotImplemented:
+            return other
         return Value._result(self.data * other.data, (self, other), P.MUL)
 
     def __sub__(self, other):
-        other = other if isinstance(other, Value) else Value(_as_number(other, "-"))
+        other = other if isinstance(other, Value) else _as_value(other, "-")
+        if other is NotImplemented:
+            return other
         return Value._result(self.data - other.data, (self, other), P.SUB)
 
     def __truediv__(self, other):
-        other = other if isinstance(other, Value) else Value(_as_number(other, "/"))
+        other = other if isinstance(other, Value) else _as_value(other, "/")
+        if other is NotImplemented:
+            return other
         if other.data == 0:
             raise ZeroDivisionError(f"Value /: division by zero ({self!r} / {other!r})")
         return Value._result(self.data / other.data, (self, other), P.DIV)
@@ -110,6 +126,8 @@ class Value:
                     f"got base {self.data!r}"
                 )
             return Value._result(self.data**other.data, (self, other), P.POW)
+        if hasattr(other, "tangent"):
+            return NotImplemented
         exponent = _as_number(other, "**")
         if self.data == 0 and exponent < 0:
             raise ZeroDivisionError(f"Value **: 0 raised to the negative power {exponent:g}")
