@@ -149,7 +149,7 @@ def run(request: dict, events: Events) -> None:
                 kind, value, message = ERROR, None, short_error(exc)
             if outcome is not None:
                 kind, value, message = outcome.kind, None, outcome.message
-                if outcome.kind == CRASH:
+                if outcome.kind == CRASH:  # run_answer's only crash: MemoryError
                     message = memory_note
                 elif outcome.kind == VALUE:
                     try:
