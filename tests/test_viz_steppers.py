@@ -264,3 +264,16 @@ def test_forward_stepper_bad_arguments():
         ForwardStepper(f_scalar, [1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match=r"shape \(3,\) but its tangent has shape \(2,\)"):
         ForwardStepper(lambda w: w.sum(), [np.ones(3)], [np.ones(2)])
+
+
+def test_deep_chain_needs_no_recursion_and_is_cut_to_the_budget():
+    x = Value(0.5, label="x")
+    y = x
+    for _ in range(1500):  # 3001 nodes: deeper than Python's recursion limit
+        y = y * 1.001
+    stepper = BackwardStepper(y, max_nodes=50)
+    assert stepper.steps == 3001
+    stepper.slider.value = stepper.steps
+    assert stepper.grads[x] == pytest.approx(1.001**1500, rel=1e-12)
+    assert len(VALUE_BOX.findall(stepper.html.value)) == 50  # the budget holds
+    assert "not drawn: outside the node budget" in stepper.html.value  # x is collapsed

@@ -123,8 +123,18 @@ def op_text(node) -> str:
     return text
 
 
-def _short(obj, limit: int = 16) -> str:
-    text = repr(obj) if not isinstance(obj, np.ndarray) else f"array{obj.shape}"
+def _short(index, limit: int = 16) -> str:
+    """An index as written in Python: ``0:2``, ``1, ::2``, ``array(5,)`` (shortened)."""
+
+    def one(i) -> str:
+        if isinstance(i, slice):
+            parts = ["" if v is None else str(v) for v in (i.start, i.stop, i.step)]
+            return ":".join(parts[:2] if i.step is None else parts)
+        if isinstance(i, np.ndarray):
+            return f"array{i.shape}"
+        return "..." if i is Ellipsis else "None" if i is None else str(i)
+
+    text = ", ".join(one(i) for i in index) if isinstance(index, tuple) else one(index)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -79,16 +79,23 @@ RULE_TEXT = {
 }
 
 
-def describe(node, names: dict, limit: int = 28) -> str:
-    """A short name for a node: its label, else the expression that computed it."""
-    if node.label:
-        return node.label
-    if node in names:
-        return names[node]
-    if node._fn is None:
-        text = fmt_number(node.data) if not is_tensor(node) else f"const{node.data.shape}"
-    else:
-        args = [describe(p, names, limit) for p in node._prev]
+def name_nodes(order, limit: int = 28) -> dict:
+    """A short name for every node: its label, else the expression that computed it.
+
+    ``order`` must list each node after its inputs (a topological order), so every
+    expression is built from names already known: no recursion, any depth. Expressions
+    longer than ``limit`` become ``op#i`` (the operation and the node's position).
+    """
+    names = {}
+    for i, node in enumerate(order):
+        if node.label:
+            names[node] = node.label
+            continue
+        if node._fn is None:
+            shape = getattr(node.data, "shape", ())
+            names[node] = f"const{shape}" if is_tensor(node) else fmt_number(node.data)
+            continue
+        args = [names[p] for p in node._prev]
         symbol = op_text(node)
         if node._fn.name in ("add", "sub", "mul", "div", "pow", "matmul") and len(args) == 2:
             text = f"({args[0]} {symbol} {args[1]})"
@@ -99,10 +106,8 @@ def describe(node, names: dict, limit: int = 28) -> str:
         else:  # a function call: its arguments need no extra parentheses
             args = [a[1:-1] if a.startswith("(") and a.endswith(")") else a for a in args]
             text = f"{symbol}({', '.join(args)})"
-    if len(text) > limit:
-        text = f"{op_text(node) if node._fn else 'leaf'}#{len(names)}"
-    names[node] = text
-    return text
+        names[node] = text if len(text) <= limit else f"{symbol}#{i}"
+    return names
 
 
 def _fmt(x) -> str:
@@ -156,7 +161,7 @@ class _Stepper(widgets.VBox):
         self.view = view
         self.events = events
         self.large = large
-        self._names: dict = {}
+        self._names = name_nodes(combined_order(view.roots))
         self.slider = widgets.IntSlider(
             value=0,
             min=0,
@@ -215,7 +220,9 @@ class _Stepper(widgets.VBox):
 
     def name(self, node) -> str:
         """The name the explanations use for ``node`` (its label or its expression)."""
-        return describe(node, self._names)
+        if node not in self._names:  # not in this graph: name it on its own
+            return name_nodes(topological_order(node))[node]
+        return self._names[node]
 
     # --- drawing ---------------------------------------------------------------------
 
