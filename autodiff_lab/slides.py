@@ -11,7 +11,8 @@ Every chapter cell carries ``metadata.slideshow.slide_type`` (slide / subslide /
   the Jupyter widget manager from CDNs, so it needs network when opened. With
   ``--offline`` the page loads nothing from the network: the CDN tags are removed, a small
   built-in navigator (arrow keys) replaces reveal.js, widgets show their stored static
-  picture, and math stays as LaTeX source because MathJax is not available offline.
+  picture, and math is converted to MathML (``latex2mathml``, in the ``lab`` extra), which
+  the browser draws itself; an expression it cannot convert stays as LaTeX source.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import argparse
 import copy
 import re
 import sys
+from html import unescape
 from pathlib import Path
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -37,7 +39,8 @@ Network: the default HTML loads reveal.js, require.js, jQuery, MathJax and the J
 widget manager from CDNs (unpkg, cdnjs, jsdelivr) when it is opened; without network it
 shows a plain page. --offline writes a page that loads nothing from the network: a small
 built-in navigator (arrow keys / space; N toggles speaker notes) replaces reveal.js,
-widgets show their stored static picture, and math stays as LaTeX source (no MathJax).
+widgets show their stored static picture, and math is drawn as MathML by the browser
+(converted with latex2mathml; anything it cannot convert stays as LaTeX source).
 
 The file goes to build/slides/ unless --out says otherwise. To present live with working
 widgets and no network, open the chapter in JupyterLab and press Alt+R (View > Render as
@@ -127,9 +130,11 @@ html, body { margin: 0; height: 100%; background: #fff; }
 .reveal .slides section { max-width: 1100px; margin: 0 auto; padding: 24px 40px 64px; }
 .reveal .fragment.hidden-fragment { visibility: hidden; }
 .reveal aside.notes { display: none; }
+math[display="block"] { display: block; margin: 0.6em 0; font-size: 1.15em; }
 body.show-notes aside.notes { display: block; border-left: 4px solid #e0a000;
   background: #fff8e1; padding: 4px 12px; margin-top: 16px; }
 .reveal pre { overflow-x: auto; }
+.reveal section svg, .reveal section img { max-width: 100%; height: auto; }
 :root { --jp-code-font-size: 16px; --jp-content-font-size1: 18px; }
 #offline-counter { position: fixed; right: 16px; bottom: 12px; font: 16px sans-serif;
   color: #666; }
@@ -187,10 +192,50 @@ _OFFLINE_JS = """
 """
 
 
+# Code, scripts and styles are left alone; math is looked for in the other text only.
+_VERBATIM = re.compile(r"(<(pre|code|script|style)\b.*?</\2>)", re.S | re.I)
+_TAG = re.compile(r"(<[^>]+>)")
+_DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)([^$]+?)(?<!\\)\$")
+
+
+def math_to_mathml(html: str) -> str:
+    """Replace ``$$…$$`` and ``$…$`` in the page's text with MathML, which browsers draw
+    without MathJax. An expression latex2mathml cannot parse (or a missing latex2mathml)
+    keeps its LaTeX source."""
+    try:
+        from latex2mathml.converter import convert
+    except ImportError:
+        return html
+
+    def to_mathml(match, display):
+        source = unescape(match.group(1)).strip()
+        try:
+            return convert(source, display=display)
+        except Exception:  # noqa: BLE001 - any parser failure: keep the source
+            return match.group(0)
+
+    def in_text(text):
+        text = _DISPLAY_MATH.sub(lambda m: to_mathml(m, "block"), text)
+        return _INLINE_MATH.sub(lambda m: to_mathml(m, "inline"), text)
+
+    def in_markup(chunk):  # text between tags only, never inside a tag's attributes
+        return "".join(p if p.startswith("<") else in_text(p) for p in _TAG.split(chunk))
+
+    out, done = [], 0
+    for verbatim in _VERBATIM.finditer(html):
+        out += [in_markup(html[done : verbatim.start()]), verbatim.group(0)]
+        done = verbatim.end()
+    out.append(in_markup(html[done:]))
+    return "".join(out)
+
+
 def make_offline(html: str) -> str:
-    """Strip everything the page would fetch from the network; add the built-in navigator."""
+    """Strip everything the page would fetch from the network; add the built-in navigator;
+    draw math as MathML."""
     html = _SCRIPT.sub("", html)
     html = _REMOTE_LINK.sub("", html)
+    html = math_to_mathml(html)
     html = html.replace("</head>", f"<style>{_OFFLINE_CSS}</style>\n</head>", 1)
     return html.replace("</body>", f"<script>{_OFFLINE_JS}</script>\n</body>", 1)
 
@@ -267,7 +312,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )  # fmt: skip
     parser.add_argument(
         "--offline", action="store_true",
-        help="self-contained page: no CDN, built-in navigator, static widgets, raw LaTeX",
+        help="self-contained page: no CDN, built-in navigator, static widgets, MathML math",
     )  # fmt: skip
     parser.add_argument(
         "--reveal-prefix", metavar="URL", default=None,

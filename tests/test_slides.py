@@ -148,3 +148,25 @@ def test_command_all_exports_every_notebook(tmp_path, monkeypatch, capsys):
     written = sorted(p.name for p in (tmp_path / "build" / "slides").iterdir())
     assert written == ["01_one.slides.html", "02_two.slides.html"]
     assert capsys.readouterr().out.count("wrote ") == 2
+
+
+def test_offline_math_becomes_mathml_but_code_keeps_its_dollars(tmp_path):
+    pytest.importorskip("latex2mathml")
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    text = new_markdown_cell(
+        "# Rules\n\nInline $\\frac{d}{dx} e^x = e^x$ and a display\n\n$$a < b$$\n\n"
+        "Unparseable stays: $\\frac{1}{$ done."
+    )
+    code = new_code_cell('print("$HOME costs $5")')
+    for cell in (text, code):
+        cell.metadata["slideshow"] = {"slide_type": "slide"}
+    path = tmp_path / "math.ipynb"
+    nbformat.write(new_notebook(cells=[text, code]), path)
+    html = slides.export_slides(path, tmp_path, offline=True).read_text(encoding="utf-8")
+    assert html.count('<math xmlns="http://www.w3.org/1998/Math/MathML"') == 2
+    assert 'display="block"' in html and "<mfrac>" in html
+    assert "$\\frac{1}{$" in html  # left as source, not dropped
+    assert "$HOME" in html and "$5" in html  # code is not math
+    assert "e^x$" not in html
