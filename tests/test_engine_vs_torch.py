@@ -422,6 +422,16 @@ def _(data):
 # --- running a twin ------------------------------------------------------------------------
 
 
+def assert_close(actual, expected, rtol, atol, err_msg=""):
+    """``allclose`` with ``atol`` scaled by the size of the numbers being compared.
+
+    A result that cancels to nearly 0 keeps the rounding error of its big terms; the
+    absolute tolerance follows the largest entry instead of staying fixed.
+    """
+    scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol * scale, err_msg=err_msg)
+
+
 def check_twin(torch, tw: Twin, data, dtype=np.float64, rtol=RTOL, atol=ATOL):
     """Run ``tw`` in both engines; compare outputs, then gradients for a random cotangent."""
     ours_in = [Tensor(a, requires_grad=True, dtype=dtype) for a in tw.arrays]
@@ -432,7 +442,7 @@ def check_twin(torch, tw: Twin, data, dtype=np.float64, rtol=RTOL, atol=ATOL):
     assert isinstance(out, Tensor)
     assert out.shape == tuple(ref.shape)
     assert out.dtype == dtype
-    np.testing.assert_allclose(out.data, ref.detach().numpy(), rtol=rtol, atol=atol)
+    assert_close(out.data, ref.detach().numpy(), rtol, atol)
 
     cotangent = data.draw(arrays(out.shape), label="cotangent").astype(dtype)
     out.backward(cotangent)
@@ -441,7 +451,7 @@ def check_twin(torch, tw: Twin, data, dtype=np.float64, rtol=RTOL, atol=ATOL):
         expected = np.zeros(x.shape, dtype) if t.grad is None else t.grad.numpy()
         assert x.grad is not None, f"input {i}: no gradient arrived"
         assert x.grad.shape == x.shape and x.grad.dtype == dtype, f"input {i}"
-        np.testing.assert_allclose(x.grad, expected, rtol=rtol, atol=atol, err_msg=f"input {i}")
+        assert_close(x.grad, expected, rtol, atol, err_msg=f"input {i}")
 
 
 def test_every_primitive_has_a_torch_twin():
@@ -464,7 +474,7 @@ def test_matches_torch(torch, name, data):
 def test_float32_matches_torch_float32_and_stays_float32(torch, name, data):
     """float32 in: float32 values and gradients, close to torch's float32 results."""
     draw_twin = TWINS.get(name) or COMPOSITES[name]
-    check_twin(torch, draw_twin(data), data, dtype=np.float32, rtol=2e-5, atol=2e-5)
+    check_twin(torch, draw_twin(data), data, dtype=np.float32, rtol=1e-4, atol=1e-5)
 
 
 # --- the scalar Value against 0-d torch tensors --------------------------------------------
