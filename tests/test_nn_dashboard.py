@@ -66,6 +66,18 @@ def test_controls_change_the_model():
     assert dash.step_count == 0 and dash.history["loss"] == []
 
 
+def test_depth_control_and_vanishing_gradients_with_deep_sigmoid():
+    dash = TrainingDashboard(seed=0, grid=10, activation="sigmoid")
+    dash.depth_slider.value = 6
+    assert len(dash.model.parameters()) == 2 * 7  # 6 hidden layers + output, W and b each
+    dash.run(40)
+    norms = np.median(np.array(dash.history["grad_norms"]), axis=0)
+    assert len(norms) == 7
+    assert norms[0] < 0.01 * norms[-1]  # the first layer hardly receives any gradient
+    assert dash.history["loss"][-1] == pytest.approx(np.log(2), abs=0.02)  # stuck at chance
+    assert "MLP 2-16-16-16-16-16-16-2 (sigmoid)" in dash._summary()
+
+
 def test_start_and_stop_in_the_background():
     dash = TrainingDashboard(seed=2, grid=20, steps=2000)
     dash.start_button.click()

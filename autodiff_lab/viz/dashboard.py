@@ -9,8 +9,10 @@ Three live panels, redrawn every few optimizer steps:
    norms sit orders of magnitude below the last layer's, gradients are vanishing (try
    sigmoid); when they shoot up, they are exploding (try a large learning rate).
 
-Controls: learning rate, hidden width, activation, number of steps, and Start / Stop /
-Step / Reset buttons. The model is a tensor MLP (2 → hidden → hidden → classes) trained
+Controls: learning rate, hidden width, number of hidden layers, activation, number of
+steps, and Start / Stop / Step / Reset buttons. (Six sigmoid layers show vanishing
+gradients: the first layer's norm ends up ~1000x below the last's and the loss stalls at
+ln 2.) The model is a tensor MLP (2 → hidden × depth → classes) trained
 full-batch with SGD + momentum on the cross-entropy loss; the tensor engine keeps a frame
 (several steps plus a redraw) well under 200 ms.
 
@@ -64,6 +66,7 @@ class TrainingDashboard(widgets.VBox):
         y=None,
         *,
         hidden: int = 16,
+        depth: int = 2,
         activation: str = "relu",
         lr: float = 0.1,
         momentum: float = 0.9,
@@ -115,6 +118,9 @@ class TrainingDashboard(widgets.VBox):
         self.hidden_slider = widgets.IntSlider(
             value=hidden, min=2, max=64, step=1, description="hidden width", style=style
         )
+        self.depth_slider = widgets.IntSlider(
+            value=depth, min=1, max=8, step=1, description="hidden layers", style=style
+        )
         self.activation_dropdown = widgets.Dropdown(
             options=["relu", "tanh", "sigmoid"], value=activation, description="activation",
             style=style,
@@ -135,11 +141,12 @@ class TrainingDashboard(widgets.VBox):
         self.reset_button.on_click(lambda _: self.reset())
         self.lr_slider.observe(self._on_lr, names="value")
         self.hidden_slider.observe(lambda _: self.reset(), names="value")
+        self.depth_slider.observe(lambda _: self.reset(), names="value")
         self.activation_dropdown.observe(lambda _: self.reset(), names="value")
 
         controls = widgets.VBox(
             [
-                widgets.HBox([self.lr_slider, self.hidden_slider]),
+                widgets.HBox([self.lr_slider, self.hidden_slider, self.depth_slider]),
                 widgets.HBox([self.activation_dropdown, self.steps_slider]),
                 widgets.HBox(
                     [self.start_button, self.stop_button, self.step_button, self.reset_button]
@@ -158,7 +165,7 @@ class TrainingDashboard(widgets.VBox):
         with self._lock:
             self.model = nn.TensorMLP(
                 2,
-                [self.hidden_slider.value, self.hidden_slider.value, self.n_classes],
+                [self.hidden_slider.value] * self.depth_slider.value + [self.n_classes],
                 activation=self.activation_dropdown.value,
                 rng=self.seed,
             )
@@ -301,16 +308,21 @@ class TrainingDashboard(widgets.VBox):
         if len(self._grad_lines) != len(self._layer_names):
             for line in self._grad_lines:
                 line.remove()
-            colors = ("#56B4E9", "#009E73", "#CC79A7", "#E69F00")
+            from matplotlib import colormaps
+
+            shades = colormaps["viridis"](np.linspace(0.0, 0.85, len(self._layer_names)))
             self._grad_lines = []
             for k in range(len(self._layer_names)):
                 last = k == len(self._layer_names) - 1
                 (line,) = ax.plot(
-                    [], [], color=colors[k % 4], animated=True,
+                    [], [], color=shades[k], animated=True,
                     label=f"layer {k + 1}" + (" (output)" if last else ""),
                 )  # fmt: skip
                 self._grad_lines.append(line)
-            ax.legend(handles=self._grad_lines, loc="lower left", fontsize=8, frameon=False)
+            ax.legend(
+                handles=self._grad_lines, loc="upper right", fontsize=8, frameon=False,
+                ncol=1 if len(self._grad_lines) <= 4 else 2,
+            )  # fmt: skip
         self._step_limit = max(self.steps_slider.value, self.step_count, 10)
         self._step_limit = int(np.ceil(self._step_limit * 1.25 / 10) * 10)
         for axis in (self._ax_curves, ax):
@@ -388,8 +400,8 @@ class TrainingDashboard(widgets.VBox):
 
     @property
     def model_description(self) -> str:
-        width = self.hidden_slider.value
-        return f"MLP 2-{width}-{width}-{self.n_classes} ({self.activation_dropdown.value})"
+        sizes = [2] + [self.hidden_slider.value] * self.depth_slider.value + [self.n_classes]
+        return f"MLP {'-'.join(map(str, sizes))} ({self.activation_dropdown.value})"
 
     def _status_html(self) -> str:
         text = self._summary().replace("TrainingDashboard: ", "")
