@@ -145,6 +145,7 @@ ENGINE_CELLS = (
     "class Value:",
     "def as_value(x):",
     "def tanh(self):",
+    "Value.__neg__",
     "def topological_order(root):",
     "def backward(self):",
     "def sigmoid(self):",
