@@ -27,6 +27,7 @@ from hypothesis.extra import numpy as hnp
 
 import autodiff_lab as adl
 from autodiff_lab import Tensor, Value, concatenate, cross_entropy, stack
+from autodiff_lab.functional import jvp
 from autodiff_lab.primitives import PRIMITIVES
 
 RTOL, ATOL = 1e-9, 1e-11
@@ -552,3 +553,97 @@ def test_value_repeated_backward_accumulates_like_torch(torch):
     b = Value(0.7)
     (b * b.tanh()).backward()
     assert a.grad == 2 * b.grad  # exactly: the same float added to itself
+
+
+# --- random expressions: Value, Tensor and Dual against torch ------------------------------
+# Hypothesis builds random expression trees over the variables a, b, c and constants; a
+# variable used in several places makes fan-out, and the tree shape varies the graph.
+# Only smooth, bounded-growth operations: kinks (relu, abs) are covered above.
+
+VARIABLES = ("a", "b", "c")
+UNARY = {  # name: (ours, torch)
+    "tanh": (adl.tanh, lambda x: x.tanh()),
+    "sigmoid": (adl.sigmoid, lambda x: x.sigmoid()),
+    "sin": (adl.sin, lambda x: x.sin()),
+    "cos": (adl.cos, lambda x: x.cos()),
+    "exp(tanh)": (lambda x: adl.exp(adl.tanh(x)), lambda x: x.tanh().exp()),
+    "x tanh x": (lambda x: x * adl.tanh(x), lambda x: x * x.tanh()),
+    "sqrt(x^2 + 1)": (lambda x: adl.sqrt(x * x + 1.0), lambda x: (x * x + 1.0).sqrt()),
+    "log(x^2 + 1)": (lambda x: adl.log(x**2 + 1.0), lambda x: (x**2 + 1.0).log()),
+    "-x": (lambda x: -x, lambda x: -x),
+}
+BINARY = {
+    "+": lambda x, y: x + y,
+    "-": lambda x, y: x - y,
+    "*": lambda x, y: x * y,
+    "x / (y^2 + 1)": lambda x, y: x / (y * y + 1.0),
+}
+
+
+def uses_a_variable(expr) -> bool:
+    if isinstance(expr, str):
+        return True
+    return isinstance(expr, tuple) and any(uses_a_variable(arg) for arg in expr[1:])
+
+
+expressions = st.recursive(
+    st.one_of(st.sampled_from(VARIABLES), floats(-2.0, 2.0)),
+    lambda kids: st.one_of(
+        st.tuples(st.sampled_from(sorted(UNARY)), kids),
+        st.tuples(st.sampled_from(sorted(BINARY)), kids, kids),
+    ),
+    max_leaves=10,
+).filter(uses_a_variable)
+
+
+def evaluate(expr, env: dict, torch_mode: bool):
+    """Evaluate an expression tree; variables come from ``env``."""
+    if isinstance(expr, str):
+        return env[expr]
+    if isinstance(expr, float):
+        return env["constant"](expr) if torch_mode else expr
+    name, *args = expr
+    values = [evaluate(arg, env, torch_mode) for arg in args]
+    if len(values) == 1:
+        ours, theirs = UNARY[name]
+        return (theirs if torch_mode else ours)(values[0])
+    return BINARY[name](*values)
+
+
+@pytest.mark.parametrize("engine", ["Value", "Tensor", "Dual"])
+@given(data=st.data())
+def test_random_expressions_match_torch(torch, engine, data):
+    expr = data.draw(expressions, label="expression")
+    shape = () if engine == "Value" else (3,)
+    inputs = {v: data.draw(arrays(shape, -2.0, 2.0), label=v) for v in VARIABLES}
+    theirs = {v: torch.tensor(x, requires_grad=True) for v, x in inputs.items()}
+    ref = evaluate(expr, {**theirs, "constant": torch.tensor}, torch_mode=True)
+    ref.sum().backward()
+    expected = {
+        v: t.grad.numpy() if t.grad is not None else np.zeros(shape) for v, t in theirs.items()
+    }
+
+    if engine == "Dual":  # forward mode: one jvp along a random direction u
+        u = {v: data.draw(arrays(shape), label=f"u_{v}") for v in VARIABLES}
+        out, tangent = jvp(
+            lambda a, b, c: evaluate(expr, {"a": a, "b": b, "c": c}, torch_mode=False),
+            tuple(inputs[v] for v in VARIABLES),
+            tuple(u[v] for v in VARIABLES),
+        )
+        assert_close(out, ref.detach().numpy(), RTOL, ATOL)
+        along_u = sum(np.sum(expected[v] * u[v]) for v in VARIABLES)
+        assert np.sum(tangent) == pytest.approx(along_u, rel=1e-9, abs=1e-9)
+        return
+
+    make = (
+        (lambda x: Value(float(x)))
+        if engine == "Value"
+        else (lambda x: Tensor(x, requires_grad=True))
+    )
+    ours = {v: make(x) for v, x in inputs.items()}
+    out = evaluate(expr, ours, torch_mode=False)
+    (out if engine == "Value" else out.sum()).backward()
+    assert_close(out.data, ref.detach().numpy(), RTOL, ATOL)
+    for v in VARIABLES:
+        got = ours[v].grad if ours[v].grad is not None else np.zeros(shape)
+        assert_close(got, expected[v], RTOL, ATOL, err_msg=f"d/d{v}")
