@@ -170,3 +170,10 @@ def test_offline_math_becomes_mathml_but_code_keeps_its_dollars(tmp_path):
     assert "$\\frac{1}{$" in html  # left as source, not dropped
     assert "$HOME" in html and "$5" in html  # code is not math
     assert "e^x$" not in html
+
+
+def test_slides_is_a_command_of_the_autodiff_lab_cli():
+    from autodiff_lab.cli import build_parser
+
+    args = build_parser().parse_args(["slides", "03", "--offline"])
+    assert args.run is slides.run and args.chapter == "03" and args.offline
