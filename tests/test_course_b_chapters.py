@@ -77,6 +77,18 @@ def test_executed_without_errors(path):
     assert "ERROR" not in _text_outputs(path)
 
 
+@pytest.mark.parametrize("path", [START, CH03, CH04], ids=lambda p: p.stem)
+def test_code_on_slides_fits_the_screen(path):
+    """Presented code cells stay within 80 columns and 25 lines (setup cells are skipped)."""
+    for index, cell in enumerate(_nb(path)["cells"]):
+        kind = cell["metadata"].get("slideshow", {}).get("slide_type")
+        if cell["cell_type"] != "code" or kind == "skip":
+            continue
+        lines = _source(cell).splitlines()
+        assert len(lines) <= 25, f"{path.name} cell {index}: {len(lines)} lines"
+        assert max(map(len, lines)) <= 80, f"{path.name} cell {index}: a line over 80 columns"
+
+
 def test_start_page_links_every_chapter_and_exercise_notebook():
     links = re.findall(r"\]\(([^)#]+\.ipynb)\)", _markdown(START))
     chapters = {Path(link).stem for link in links if not link.startswith("..")}
