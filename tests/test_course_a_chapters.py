@@ -189,7 +189,7 @@ def test_ch01_jvp_is_jacobian_times_direction():
     printed = _printed(_cell_after_heading(CH01, "## `jvp`: the forward-mode primitive"))
     line = next(s for s in printed.splitlines() if s.startswith("J v (jvp)"))
     expected = _jacobian_f3(0.3, -0.2, 0.5) @ np.array([1.0, -2.0, 0.5])
-    assert _floats(line) == pytest.approx(expected, rel=1e-14)
+    assert _floats(line) == pytest.approx(expected, rel=1e-9)  # printed to 10 digits
 
 
 def test_ch02_backprop_by_hand_equals_backward_and_closed_form():
@@ -206,7 +206,7 @@ def test_ch02_backprop_by_hand_equals_backward_and_closed_form():
 def test_ch02_one_reverse_pass_gives_a_jacobian_row():
     printed = _printed(_cell_after_heading(CH02, "## `vjp`: the reverse-mode primitive"))
     row = _floats(printed.splitlines()[0])
-    assert row == pytest.approx(_jacobian_f3(0.3, -0.2, 0.5)[0], rel=1e-14)
+    assert row == pytest.approx(_jacobian_f3(0.3, -0.2, 0.5)[0], rel=1e-9)  # 10 digits
 
 
 def test_ch02_jvp_and_vjp_agree_on_u_J_v():
@@ -215,5 +215,6 @@ def test_ch02_jvp_and_vjp_agree_on_u_J_v():
     rng = np.random.default_rng(0)
     u, v = rng.normal(size=2), rng.normal(size=3)
     expected = u @ _jacobian_f3(0.3, -0.2, 0.5) @ v
-    assert forward == pytest.approx(expected, rel=1e-13)
-    assert reverse == pytest.approx(expected, rel=1e-13)
+    assert forward == pytest.approx(expected, abs=1e-11)  # printed to 12 decimals
+    assert reverse == pytest.approx(expected, abs=1e-11)
+    assert "equal up to rounding: True" in printed
