@@ -287,7 +287,7 @@ TRANSPOSE = primitive(  # undone by the inverse permutation
     lambda x, axes=None: np.transpose(x, axes),
     vjp=(
         lambda g, out, x, axes=None: ops.transpose(
-            g, None if axes is None else tuple(np.argsort(axes))
+            g, None if axes is None else tuple(np.argsort(np.mod(axes, len(axes))))
         ),
     ),
     jvp=(lambda t, out, x, axes=None: ops.transpose(t, axes),),

@@ -113,6 +113,7 @@ CASES: dict[str, list[Case]] = {
         Case((anywhere(3, 4),), {"axes": None}, id="matrix .T"),
         Case((anywhere(2, 3, 4),), {"axes": (1, 2, 0)}, id="permutation"),
         Case((anywhere(2, 3, 4),), {"axes": None}, id="reverse axes"),
+        Case((anywhere(2, 3, 4),), {"axes": (-1, 0, -2)}, id="negative axes"),
     ],
     "broadcast_to": [
         Case((anywhere(3, 1),), {"shape": (2, 3, 4)}),

@@ -193,6 +193,8 @@ def _(data):
     shape = data.draw(shapes(min_dims=1, max_dims=4))
     ndim = len(shape)
     axes = data.draw(st.one_of(st.none(), st.permutations(range(ndim)).map(tuple)))
+    if axes is not None:  # negative axes count from the end
+        axes = tuple(a - ndim if data.draw(st.booleans()) else a for a in axes)
     torch_axes = tuple(reversed(range(ndim))) if axes is None else axes
     ours = (lambda x: x.T) if axes is None else (lambda x: x.transpose(axes))
     return Twin(ours, lambda t: t.permute(torch_axes), [data.draw(arrays(shape))])
