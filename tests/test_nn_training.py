@@ -75,3 +75,11 @@ def test_fit_reports_divergence_and_bad_input():
     big = optim.SGD(model.parameters(), lr=1e6)
     with np.errstate(all="ignore"), pytest.raises(FloatingPointError, match="too large"):
         fit(model, X * 1e3, y, optimizer=big, epochs=50, batch_size=None, progress=False)
+
+
+def test_fit_shows_a_tqdm_progress_bar(capsys):
+    X, y = data.make_moons(40, seed=0)
+    model = nn.TensorMLP(2, [4, 2], rng=0)
+    fit(model, X, y, optimizer=optim.SGD(model.parameters(), lr=0.1), epochs=2, batch_size=20)
+    err = capsys.readouterr().err
+    assert "training" in err and "4/4" in err and "loss=" in err
