@@ -70,6 +70,18 @@ def test_chapter_has_goals_check_yourself_exercises_and_summary(path, exercises)
     assert "$$" in text, "the narrative derives things with display math"
 
 
+@pytest.mark.parametrize("path, chapter", [(CH03, 3), (CH04, 4)], ids=["03", "04"])
+def test_chapter_lists_exactly_its_graded_exercises(path, chapter):
+    """The "Graded exercises" paragraph names every exercise of the chapter, no other."""
+    from autodiff_lab.grading import registry
+
+    text = _markdown(path)
+    listed = text[text.index("**Graded exercises**") :].split("\n\n")[0]
+    mentioned = set(re.findall(rf"\b{chapter}\.\d+\b", listed))
+    known = {e.id for e in registry.all_exercises() if e.id.split(".")[0] == str(chapter)}
+    assert mentioned == known
+
+
 @pytest.mark.parametrize("path", [START, CH03, CH04], ids=lambda p: p.stem)
 def test_executed_without_errors(path):
     code = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
