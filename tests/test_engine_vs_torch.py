@@ -146,7 +146,10 @@ def reduction(draw):
         st.one_of(
             st.none(),
             st.integers(-ndim, ndim - 1),
-            st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True).map(tuple),
+            st.lists(st.integers(0, ndim - 1), min_size=1, max_size=ndim, unique=True).flatmap(
+                # some axes counted from the end: (0, -1) as well as (0, 2)
+                lambda axes: st.tuples(*(st.sampled_from([a, a - ndim]) for a in axes))
+            ),
         )
     )
     return shape, axis, draw(st.booleans())
@@ -217,9 +220,14 @@ def index_for(draw, n, m):
     """An index into an (n, m) array: ints, slices, integer arrays with repeats, mixes."""
     row = st.integers(-n, n - 1)
     rows = st.lists(row, min_size=1, max_size=8).map(np.array)
-    kind = draw(st.sampled_from(["int", "slice", "array", "list", "pair", "slice+array"]))
+    kinds = ["int", "slice", "array", "list", "pair", "slice+array", "mask", "new axis"]
+    kind = draw(st.sampled_from(kinds))
     if kind == "int":
         return draw(row)
+    if kind == "mask":  # boolean rows
+        return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    if kind == "new axis":
+        return (None, draw(row), Ellipsis)
     if kind == "slice":
         start, stop = draw(st.integers(-n, n)), draw(st.integers(-n, n))
         return (slice(start, stop, draw(st.integers(1, 3))), slice(None, None, 2))
@@ -243,10 +251,14 @@ def _(data):
     n, m = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 4))
     index = data.draw(index_for(n, m))
 
+    import torch
+
     def torch_index(i):
         if isinstance(i, tuple):
             return tuple(torch_index(j) for j in i)
-        return i.tolist() if isinstance(i, np.ndarray) else i
+        if isinstance(i, np.ndarray):
+            return torch.tensor(i) if i.dtype == bool else i.tolist()
+        return i
 
     return Twin(lambda x: x[index], lambda t: t[torch_index(index)], [data.draw(arrays((n, m)))])
 
