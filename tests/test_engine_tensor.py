@@ -7,6 +7,8 @@ through the engine. Cross-checks against PyTorch live in ``test_engine_vs_torch.
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -372,3 +374,17 @@ def test_tanh_and_sigmoid_of_huge_entries_are_finite():
     (t + s).sum().backward()
     assert np.all(np.isfinite(x.grad))
     np.testing.assert_allclose(x.grad, 0.0, atol=1e-300)
+
+
+def test_a_finished_tensor_graph_leaves_no_reference_cycles():
+    gc.collect()
+    gc.disable()
+    try:
+        w = Tensor(np.ones((3, 4)), requires_grad=True)
+        loss = cross_entropy(adl.relu(Tensor(np.ones((2, 3))) @ w), [0, 3])
+        loss.backward()
+        del loss
+        assert gc.collect() == 0
+        assert w.grad.shape == (3, 4)
+    finally:
+        gc.enable()

@@ -6,6 +6,7 @@ the PyPI ``micrograd`` package, or from plain arithmetic — never from the engi
 
 from __future__ import annotations
 
+import gc
 import math
 import subprocess
 import sys
@@ -251,6 +252,7 @@ def test_topological_order_puts_every_node_after_its_inputs():
     for node in order:
         for parent in node._prev:
             assert position[id(parent)] < position[id(node)]
+    assert len(order) == 8  # x, y, a, tanh, b, the product, exp, c
     labels = [node.label for node in order if node.label]
     assert labels == ["x", "y", "a", "b", "c"]
 
@@ -377,3 +379,18 @@ def test_fused_sum_and_dot_nodes():
     assert [w.grad for w in ws] == [3.0 + 1.0, 0.25, -1.5]
     assert [x.grad for x in xs] == [0.5, -1.0, 2.0]
     assert bias.grad == 1.0
+
+
+def test_a_finished_graph_leaves_no_reference_cycles():
+    """Nodes hold no closures, so a graph is freed by reference counting alone (micrograd's
+    closures make cycles that wait for the garbage collector)."""
+    gc.collect()
+    gc.disable()
+    try:
+        x = Value(0.5)
+        y = (x * x).tanh() + x * 3.0
+        y.backward()
+        del y
+        assert gc.collect() == 0  # nothing unreachable was left for the collector
+    finally:
+        gc.enable()
