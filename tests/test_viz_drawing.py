@@ -5,6 +5,7 @@ Expected numbers come from closed forms (math module), never from the drawing co
 
 from __future__ import annotations
 
+import base64
 import html
 import math
 import os
@@ -177,10 +178,14 @@ def test_bad_input_is_named():
         draw_graph(small_graph()[3], max_nodes=0)
 
 
-def test_repr_svg_is_what_jupyter_shows():
+def test_what_jupyter_shows_svg_and_an_html_image():
     drawing = draw_graph(small_graph()[3])
-    assert drawing._repr_svg_() == drawing.svg
-    assert repr(drawing) == "<GraphDrawing: 5 values>"
+    bundle = drawing._repr_mimebundle_()
+    assert bundle["image/svg+xml"] == drawing.svg == drawing._repr_svg_()
+    encoded = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', bundle["text/html"])
+    assert base64.b64decode(encoded.group(1)).decode() == drawing.svg
+    assert 'alt="computation graph with 5 values"' in bundle["text/html"]
+    assert bundle["text/plain"] == repr(drawing) == "<GraphDrawing: 5 values>"
 
 
 # --- renderer choice ---------------------------------------------------------------------

@@ -492,6 +492,16 @@ class GraphDrawing:
     def _repr_svg_(self) -> str:
         return self.svg
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """SVG, plus the same picture as an HTML image (shown even in untrusted notebooks,
+        where JupyterLab will not render stored SVG or inline SVG)."""
+        alt = f"computation graph with {self.node_count} values"
+        return {
+            "image/svg+xml": self.svg,
+            "text/html": render.svg_img_tag(self.svg, alt),
+            "text/plain": repr(self),
+        }
+
     def save(self, path) -> Path:
         """Write ``path``: ``.svg`` for the picture, ``.dot`` or ``.gv`` for the DOT source."""
         path = Path(path)

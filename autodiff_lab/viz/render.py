@@ -15,7 +15,9 @@ Makefile and ``tools/execute_notebooks.py`` set it) and compare equal on every m
 from __future__ import annotations
 
 import atexit
+import base64
 import functools
+import html
 import json
 import os
 import re
@@ -138,6 +140,17 @@ def _render_with_dot(dot_source: str, fmt: str, engine: str) -> str:
         message = done.stderr.decode("utf-8", "replace").strip()
         raise RenderError(f"draw_graph: `dot -T{fmt}` failed: {message}")
     return done.stdout.decode("utf-8")
+
+
+def svg_img_tag(svg: str, alt: str, style: str = "max-width:100%;height:auto") -> str:
+    """An ``<img>`` holding ``svg`` as a data URI.
+
+    Notebook viewers sanitize HTML outputs of notebooks they do not trust (JupyterLab
+    strips inline ``<svg>``, leaving its text) but keep images with data URIs, so this is
+    how a stored picture survives being opened before any cell has run.
+    """
+    data = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+    return f'<img src="data:image/svg+xml;base64,{data}" alt="{html.escape(alt)}" style="{style}">'
 
 
 _PROLOG = re.compile(r"^.*?(?=<svg\b)", re.DOTALL)

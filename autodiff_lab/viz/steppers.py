@@ -42,7 +42,7 @@ from .drawing import (
     op_text,
     summarize,
 )
-from .render import render_svg
+from .render import render_svg, svg_img_tag
 
 #: The local rule of each primitive, as text for the explanations (the numbers shown are
 #: computed by the rules in :mod:`autodiff_lab.primitives`, not from these strings).
@@ -267,21 +267,32 @@ class _Stepper(widgets.VBox):
     def _show(self, k: int):
         self.html.value = self.frame_html(k)
 
-    def frame_html(self, k: int) -> str:
-        """The HTML panel for step ``k``: explanation above, picture below."""
+    def frame_html(self, k: int, *, inline: bool = True) -> str:
+        """The HTML panel for step ``k``: explanation above, picture below.
+
+        ``inline``: the SVG as markup (the live widget: crisp, and its nodes can be found
+        by CSS class); otherwise as an ``<img>`` data URI (the static fallback, which
+        survives the HTML sanitizing of untrusted notebooks).
+        """
         size = 18 if self.large else 13
         # shrink to the panel's width when wider (the whole graph stays in view)
-        svg = self.frame_svg(k).replace("<svg ", '<svg style="max-width:100%;height:auto" ', 1)
+        fit = "max-width:100%;height:auto"
+        svg = self.frame_svg(k)
+        if inline:
+            picture = svg.replace("<svg ", f'<svg style="{fit}" ', 1)
+        else:
+            picture = svg_img_tag(svg, f"{type(self).__name__} at step {k}", fit)
         return (
             f'<div class="autodiff-lab-{self._kind}" style="{_BOX_STYLE.format(size=size)}">'
-            f"{self.explain(k)}<div>{svg}</div></div>"
+            f"{self.explain(k)}<div>{picture}</div></div>"
         )
 
     def _repr_mimebundle_(self, **kwargs):
-        """The live widget, plus the current frame as static HTML for viewers without a kernel."""
+        """The live widget, plus the current frame as static HTML for viewers without a
+        kernel (GitHub, nbviewer, a notebook opened before running it)."""
         data = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = self._summary()
-        data["text/html"] = self.html.value
+        data["text/html"] = self.frame_html(self.slider.value, inline=False)
         return data
 
     def _summary(self) -> str:

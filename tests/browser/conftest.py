@@ -96,13 +96,18 @@ class JupyterServer:
         self.port = _free_port()
         self.token = uuid.uuid4().hex
         self.base = f"http://127.0.0.1:{self.port}"
+        # Workspaces and user settings live in the temporary folder: a test that changes
+        # the theme or dismisses a notification leaves the user's ~/.jupyter untouched.
         workspaces = root.parent / "workspaces"
+        settings = root.parent / "user-settings"
         workspaces.mkdir(exist_ok=True)
+        settings.mkdir(exist_ok=True)
         cmd = [
             sys.executable, "-m", "jupyterlab", "--no-browser",
             f"--ServerApp.token={self.token}", "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={workspaces}",
+            f"--LabApp.user_settings_dir={settings}",
             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         ]  # fmt: skip
         if hasattr(os, "getuid") and os.getuid() == 0:

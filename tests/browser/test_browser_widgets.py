@@ -135,3 +135,23 @@ def test_graph_renders_to_png_with_the_palette(browser_page, screenshot):
     for fill in (FILL_INPUT, FILL_OUTPUT, FILL_OP):
         rgb = tuple(int(fill[i : i + 2], 16) for i in (1, 3, 5))
         assert rgb in colours, f"fill {fill} not drawn"
+
+
+def test_gallery_shows_stored_pictures_before_anything_runs(jupyterlab, screenshot):
+    """Opened untrusted and not run, the gallery still shows its graphs and steppers.
+
+    JupyterLab strips inline SVG from untrusted HTML and will not render stored SVG
+    outputs; the stored HTML images (data URIs) survive that.
+    """
+    from playwright.sync_api import expect
+
+    page = jupyterlab.page
+    jupyterlab.open("widgets_gallery.ipynb")
+    stepper = page.locator("img[alt='BackwardStepper at step 0']").first
+    expect(stepper).to_be_visible(timeout=30_000)
+    stepper.scroll_into_view_if_needed()
+    assert stepper.evaluate("img => img.naturalWidth") > 300  # the picture decoded
+    graphs = page.locator("img[alt^='computation graph with']")
+    expect(graphs.first).to_be_attached()
+    assert graphs.count() >= 3
+    screenshot(page, "lab_gallery_not_run_yet")
