@@ -15,8 +15,7 @@ benchmarks.bench_digits_epoch`` prints them.
 
 from __future__ import annotations
 
-import statistics
-import time
+from functools import partial
 
 import numpy as np
 
@@ -100,42 +99,37 @@ def epoch_torch(weights, batches):
 
 
 def run(rounds: int = 9) -> list[dict]:
-    """Time each engine ``rounds`` times, alternating; rows with medians and ratios."""
-    from threadpoolctl import threadpool_limits
+    """Time each engine ``rounds`` times, alternating; print and return rows with medians
+    and ratios to numpy."""
+    from .common import one_blas_thread, print_table, time_alternating
 
+    weights, batches = _problem()
     engines = {"numpy (hand-written)": epoch_numpy, "autodiff_lab Tensor": epoch_ours}
     try:
-        import torch
+        import torch  # noqa: F401  (a test dependency; without it, compare the other two)
 
-        torch.set_num_threads(1)
         engines["PyTorch eager"] = epoch_torch
-    except ImportError:  # torch is a test dependency; without it, compare the other two
+    except ImportError:
         pass
-    weights, batches = _problem()
-    times: dict[str, list[float]] = {name: [] for name in engines}
-    with threadpool_limits(limits=1):
+    with one_blas_thread():
         reference = epoch_numpy(weights, batches)
-        for name, epoch in engines.items():  # warm up, and check they compute the same
+        for name, epoch in engines.items():  # check they all compute the same epoch
             result = epoch(weights, batches)
             worst = max(float(np.abs(r - e).max()) for r, e in zip(result, reference))
             if worst > 1e-4:
                 raise AssertionError(f"{name} ends {worst:.2e} away from numpy's weights")
-        for _ in range(rounds):
-            for name, epoch in engines.items():
-                start = time.perf_counter()
-                epoch(weights, batches)
-                times[name].append(time.perf_counter() - start)
-    base = statistics.median(times["numpy (hand-written)"])
-    return [
-        {
-            "name": f"{TASK}: {name}",
-            "seconds": statistics.median(t),
-            "ratio_vs_numpy": statistics.median(t) / base,
-        }
-        for name, t in times.items()
+        medians = time_alternating(
+            {name: partial(epoch, weights, batches) for name, epoch in engines.items()},
+            rounds=rounds,
+        )
+    base = medians["numpy (hand-written)"]
+    rows = [
+        {"name": f"{TASK}: {name}", "seconds": seconds, "ratio_vs_numpy": seconds / base}
+        for name, seconds in medians.items()
     ]
+    print_table(f"One training epoch ({TASK}, 1 thread)", rows, list(rows[0]))
+    return rows
 
 
 if __name__ == "__main__":
-    for row in run():
-        print(f"{row['name']:<75} {1000 * row['seconds']:8.2f} ms  {row['ratio_vs_numpy']:5.2f}x")
+    run()
