@@ -73,7 +73,7 @@ def load_digits(seed: int = 0, test_fraction: float = 0.2):
 
     Each image is 8x8 pixels with intensities 0..16, flattened to 64 features and scaled to
     [0, 1]. The split is stratified (each digit keeps its share in both sets) and fixed by
-    ``seed``; with the default 20 % test set: 1437 training and 360 test images.
+    ``seed``; with the default 20 % test set: 1438 training and 359 test images.
     """
     if not 0 < test_fraction < 1:
         raise ValueError(f"load_digits: test_fraction must lie in (0, 1), got {test_fraction}")

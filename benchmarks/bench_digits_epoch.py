@@ -1,7 +1,7 @@
 """One training epoch on the digits: our ``Tensor`` vs PyTorch eager vs hand-written numpy.
 
 The task: MLP 64-128-10 (ReLU), softmax cross-entropy, plain SGD (lr 0.05), mini-batches
-of 32 over the 1437 training images (45 steps), float32. All three engines start from the
+of 32 over the 1438 training images (45 steps), float32. All three engines start from the
 same weights and see the same batches, and the benchmark checks that they end at the same
 weights — so they are timed doing the same arithmetic.
 
