@@ -441,9 +441,9 @@ def cross_entropy(logits: Tensor, targets) -> Tensor:
     """Mean over the batch of -log softmax(logits)[target], fused and stable.
 
     ``logits`` has shape (N, C); ``targets`` holds N class indices in [0, C).
-    Gradient: (softmax(logits) - onehot(targets)) / N.
+    Gradient: (softmax(logits) - onehot(targets)) / N. Forward-mode ``Dual`` logits work too.
     """
-    logits = logits if isinstance(logits, Tensor) else Tensor(logits)
+    logits = logits if isinstance(logits, Tensor | Dual) else Tensor(logits)
     targets = np.asarray(_data_of(targets))
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy: logits must have shape (N, C), got {logits.shape}")
@@ -457,7 +457,7 @@ def cross_entropy(logits: Tensor, targets) -> Tensor:
             f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got {targets.min()}"
         )
     try:
-        return Tensor._apply(P.CROSS_ENTROPY, logits, targets=targets)
+        return P.bind(P.CROSS_ENTROPY, logits, targets=targets)  # Dual, else Tensor
     except IndexError:  # a target >= number of classes
         raise ValueError(
             f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got values up to "

@@ -347,3 +347,13 @@ def test_dual_keeps_float32_and_saturates_finitely():
         d = f(big)
         assert np.all(np.isfinite(d.primal)) and np.all(np.isfinite(d.tangent))
         np.testing.assert_allclose(d.tangent, 0.0, atol=1e-300)
+
+
+def test_jvp_through_cross_entropy(rng):
+    z, u = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    targets = np.array([2, 0, 0, 1])
+    loss, tangent = jvp(lambda z: adl.cross_entropy(z, targets), (z,), (u,))
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    assert loss == pytest.approx(-np.mean(np.log(p[np.arange(4), targets])), rel=1e-13)
+    onehot = np.eye(3)[targets]
+    assert tangent == pytest.approx(np.sum((p - onehot) / 4 * u), rel=1e-12)
