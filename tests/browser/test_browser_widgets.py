@@ -80,8 +80,9 @@ def test_backward_stepper_and_explorer_in_jupyterlab(jupyterlab, widgets_noteboo
     set_slider(explorer, 0.5)
     expect(explorer.locator(".widget-html-content")).to_contain_text("x = 0.500")
     assert image.get_attribute("src") != before  # a new plot arrived
-    drawing = page.locator(".jp-Cell").nth(2).locator(".jp-RenderedSVG img")
+    drawing = page.locator(".jp-Cell").nth(2).locator("img[alt='computation graph with 5 values']")
     expect(drawing).to_be_visible()
+    assert drawing.evaluate("img => img.naturalWidth") > 300  # the SVG decoded and drew
     screenshot(page, "lab_widgets_notebook", full_page=True)
 
     # the same picture in the dark theme: explicit fills on white keep it readable
