@@ -102,7 +102,7 @@ def test_fan_out_shows_two_contributions_adding_up():
     assert stepper.current is c
     state, text = boxes(stepper.html.value)["a"]
     assert state == "touched"
-    assert f"grad {d:.4f} + {d * -0.75:.4f} = {d * 0.25:.4f}" in text
+    assert f"grad {d:.4f} − {d * 0.75:.4f} = {d * 0.25:.4f}" in text
     assert f"{d:.4f} × {-0.75:.4f} = {d * -0.75:.4f}" in edge_texts(stepper.html.value)
     assert "add up" in stepper.html.value
 

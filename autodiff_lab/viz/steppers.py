@@ -114,6 +114,17 @@ def _fmt(x) -> str:
     return summarize(x) if isinstance(x, np.ndarray) and x.ndim > 0 else fmt_number(x)
 
 
+def _sum_text(terms) -> str:
+    """``a + b − c`` for scalars (a negative term is subtracted); tensors joined by ``+``."""
+    text = _fmt(terms[0])
+    for t in terms[1:]:
+        if isinstance(t, float) and t < 0:
+            text += f" − {_fmt(-t)}"
+        else:
+            text += f" + {_fmt(t)}"
+    return text
+
+
 def _plain(x):
     """A number from a rule's result (numpy scalars and 0-d arrays become floats)."""
     if isinstance(x, np.ndarray) and x.ndim > 0:
@@ -462,9 +473,9 @@ class BackwardStepper(_Stepper):
             lines.append("constant (no grad)")
         elif received:
             first = received[0].before
-            parts = ([] if first is None else [_fmt(first)]) + [_fmt(c.share) for c in received]
+            parts = ([] if first is None else [first]) + [c.share for c in received]
             total = _fmt(received[-1].after)
-            lines.append("grad " + (" + ".join(parts) + f" = {total}" if len(parts) > 1 else total))
+            lines.append("grad " + (f"{_sum_text(parts)} = {total}" if len(parts) > 1 else total))
         else:
             g = self.grad_at(node, k)
             lines.append("grad ?" if g is None else f"grad {_fmt(g)}")
@@ -516,7 +527,7 @@ class BackwardStepper(_Stepper):
             so_far = (
                 _fmt(c.after)
                 if c.before is None
-                else f"{_fmt(c.before)} + {_fmt(c.share)} = <b>{_fmt(c.after)}</b>"
+                else f"{_sum_text([c.before, c.share])} = <b>{_fmt(c.after)}</b>"
             )
             local = _fmt(c.local) if c.local is not None else "(vjp rule)"
             rows.append([self._code(c.parent), _fmt(c.incoming), local, _fmt(c.share), so_far])
