@@ -70,7 +70,7 @@ def layout_json(dot_source: str) -> dict:
     return json.loads(_render_cached(dot_source, "json", "dot", renderer_name()))
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=256)
 def _render_cached(dot_source: str, fmt: str, engine: str, renderer: str) -> str:
     if renderer == "dot":
         return _render_with_dot(dot_source, fmt, engine)
