@@ -281,3 +281,10 @@ def test_deep_chain_needs_no_recursion_and_is_cut_to_the_budget():
     assert stepper.grads[x] == pytest.approx(1.001**1500, rel=1e-12)
     assert len(VALUE_BOX.findall(stepper.html.value)) == 50  # the budget holds
     assert "not drawn: outside the node budget" in stepper.html.value  # x is collapsed
+
+
+def test_lecture_mode_uses_larger_fonts():
+    small = BackwardStepper(fan_out_graph()[-1])
+    large = BackwardStepper(fan_out_graph()[-1], large=True)
+    assert 'font-size="12.00"' in small.frame_svg(1) and "font-size:13px" in small.html.value
+    assert 'font-size="20.00"' in large.frame_svg(1) and "font-size:18px" in large.html.value
