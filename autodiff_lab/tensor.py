@@ -15,6 +15,7 @@ keep their ``.grad`` too (the visualisations show them).
 from __future__ import annotations
 
 import numbers
+from operator import attrgetter
 
 import numpy as np
 
@@ -59,25 +60,9 @@ class Tensor:
         self.label = label
 
     @classmethod
-    def _result(cls, data, parents, fn, ctx=None):
-        """A new node for the output of ``fn``: recorded only if some input requires grad."""
-        out = cls.__new__(cls)
-        out.data = data
-        out.grad = None
-        out.label = ""
-        out.requires_grad = False
-        out._prev, out._fn, out._ctx = (), None, None
-        if graph._GradMode.enabled:
-            for p in parents:
-                if p.requires_grad:
-                    out.requires_grad = True
-                    out._prev, out._fn, out._ctx = parents, fn, ctx
-                    break
-        return out
-
-    @classmethod
     def _apply(cls, fn, *inputs, **params):
-        """Compute primitive ``fn`` on the inputs' data and record the node."""
+        """Compute primitive ``fn`` on the inputs' data; record the node if any input
+        requires grad (otherwise the result is a plain constant, with no history)."""
         for x in inputs:
             if not isinstance(x, Tensor):  # numbers and arrays become constant tensors
                 like = next(t for t in inputs if isinstance(t, Tensor))
@@ -85,8 +70,19 @@ class Tensor:
                     t if isinstance(t, Tensor) else _constant(t, like, fn) for t in inputs
                 )
                 break
-        data = fn.forward(*[t.data for t in inputs], **params)
-        return cls._result(data, inputs, fn, params or None)
+        out = cls.__new__(cls)
+        out.data = fn.forward(*map(_DATA, inputs), **params)
+        out.grad = None
+        out.label = ""
+        out.requires_grad = False
+        out._prev, out._fn, out._ctx = (), None, None
+        if graph._GradMode.enabled:
+            for x in inputs:
+                if x.requires_grad:
+                    out.requires_grad = True
+                    out._prev, out._fn, out._ctx = inputs, fn, params or None
+                    break
+        return out
 
     # --- array facts -------------------------------------------------------------------
 
@@ -328,6 +324,9 @@ class Tensor:
 
 
 # --- helpers -----------------------------------------------------------------------------
+
+
+_DATA = attrgetter("data")
 
 
 def _data_of(x):
