@@ -288,3 +288,27 @@ def test_lecture_mode_uses_larger_fonts():
     large = BackwardStepper(fan_out_graph()[-1], large=True)
     assert 'font-size="12.00"' in small.frame_svg(1) and "font-size:13px" in small.html.value
     assert 'font-size="20.00"' in large.frame_svg(1) and "font-size:18px" in large.html.value
+
+
+def test_n_ary_nodes_show_each_inputs_local_derivative():
+    """Value.dot (a neuron's weighted sum as one node) and Value.sum have many inputs."""
+    w1, w2 = Value(0.5, label="w1"), Value(-1.0, label="w2")
+    x1, x2 = Value(2.0, label="x1"), Value(3.0, label="x2")
+    y = Value.sum([Value.dot([w1, w2], [x1, x2]), w1])
+    y.label = "y"
+    stepper = BackwardStepper(y)
+    stepper.slider.value = 2  # the dot node: d/dwi = xi, d/dxi = wi
+    locals_ = {c.parent.label: c.local for c in stepper.events[1].contributions}
+    assert locals_ == {"w1": 2.0, "w2": 3.0, "x1": 0.5, "x2": -1.0}
+    stepper.slider.value = stepper.steps
+    assert stepper.grads[w1] == pytest.approx(2.0 + 1.0)  # through dot and directly
+    assert stepper.grads[x2] == pytest.approx(-1.0)
+
+    def f(a, b):
+        return Value.dot([a, b], [b, a])  # 2ab: d/da = 2b
+
+    forward = ForwardStepper(f, [1.0, 2.0], [1.0, 0.0])
+    forward.slider.value = forward.steps
+    assert forward.tangents[forward.outputs[0]] == pytest.approx(4.0)
+    shares = [c.share for c in forward.events[-1].contributions]
+    assert shares == [2.0, 0.0, 0.0, 2.0]  # a moves in both of its slots

@@ -76,6 +76,8 @@ RULE_TEXT = {
     "softmax": "Jᵀg = s ⊙ (g − ⟨g, s⟩)",
     "log_softmax": "Jᵀg = g − softmax · Σg",
     "cross_entropy": "d loss/d logits = (softmax − one-hot) / N",
+    "add_n": "d(x₁ + … + xₙ)/dxᵢ = 1",
+    "dot": "d(Σ wᵢxᵢ)/dwᵢ = xᵢ,  d(Σ wᵢxᵢ)/dxᵢ = wᵢ",
 }
 
 
@@ -401,6 +403,8 @@ class BackwardStepper(_Stepper):
                 shares = fn.vjp_all(g, node.data, *inputs, **ctx)
                 shares = [s if want else None for s, want in zip(shares, wants, strict=True)]
                 locals_ = [None] * len(shares)
+                if not is_tensor(node):  # scalar rules are linear in g: g = 1 gives d out/d in
+                    locals_ = [_plain(v) for v in fn.vjp_all(1.0, node.data, *inputs, **ctx)]
             for position, (parent, share, local) in enumerate(
                 zip(node._prev, shares, locals_, strict=True)
             ):
@@ -651,6 +655,16 @@ class ForwardStepper(_Stepper):
                 total = sum(c.share for c in contributions[1:]) + contributions[0].share
             else:
                 total = fn.jvp_all(incoming, node.data, *inputs, **ctx)
+                if not is_tensor(node):  # one input moving at a time: its own contribution
+                    for position, parent in enumerate(node._prev):
+                        alone = [None] * len(node._prev)
+                        alone[position] = incoming[position]
+                        share = _plain(fn.jvp_all(alone, node.data, *inputs, **ctx))
+                        alone[position] = 1.0
+                        local = _plain(fn.jvp_all(alone, node.data, *inputs, **ctx))
+                        contributions.append(
+                            Contribution(position, parent, incoming[position], local, share)
+                        )
             total = np.asarray(total) if is_tensor(node) else _plain(total)
             tangent[node] = total
             events.append(Event(node, total, contributions))
