@@ -25,6 +25,9 @@ from .primitives import bind
 _tags = itertools.count(1)
 
 
+_PLAIN = {float, int, np.ndarray, np.float64, np.float32}
+
+
 def new_tag() -> int:
     """A tag no dual has used yet (one per ``jvp`` call)."""
     return next(_tags)
@@ -61,11 +64,19 @@ class Dual:
         self.primal, self.tangent, self.tag = primal, tangent, tag
 
     @classmethod
+    def _new(cls, primal, tangent, tag):
+        """A dual from an operation's result (already consistent: no checks needed)."""
+        out = cls.__new__(cls)
+        out.primal, out.tangent, out.tag = primal, tangent, tag
+        return out
+
+    @classmethod
     def _apply(cls, fn, *inputs, **params):
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
-            if not isinstance(x, Dual | numbers.Number | np.ndarray) and not hasattr(x, "_fn"):
-                raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
+            if type(x) in _PLAIN or isinstance(x, Dual | numbers.Number) or hasattr(x, "_fn"):
+                continue
+            raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
         tag = max(x.tag for x in inputs if isinstance(x, Dual))
         mine = [isinstance(x, Dual) and x.tag == tag for x in inputs]
         primals = [x.primal if m else x for x, m in zip(inputs, mine)]
@@ -78,13 +89,13 @@ class Dual:
             raise ValueError(f"Dual {fn.symbol}: cannot apply to shapes {shapes}: {e}") from None
         if fn.jvp is None:
             tangents = [x.tangent if m else None for x, m in zip(inputs, mine)]
-            return Dual(out, fn.jvp_all(tangents, out, *primals, **params), tag)
+            return Dual._new(out, fn.jvp_all(tangents, out, *primals, **params), tag)
         tangent = None
         for x, m, rule in zip(inputs, mine, fn.jvp):
             if m and rule is not None:
                 share = rule(x.tangent, out, *primals, **params)
                 tangent = share if tangent is None else tangent + share
-        return Dual(out, _zeros_like(out) if tangent is None else tangent, tag)
+        return Dual._new(out, _zeros_like(out) if tangent is None else tangent, tag)
 
     @property
     def shape(self) -> tuple:

@@ -73,11 +73,20 @@ def bind(prim: Primitive, *inputs, **params):
 
     Forward-mode ``Dual`` values are the outermost layer, so they are looked for first.
     """
-    for kind in ("tangent", "_fn"):
-        for x in inputs:
-            if hasattr(x, kind):
-                return type(x)._apply(prim, *inputs, **params)
+    node = None
+    for x in inputs:
+        if type(x) in _PLAIN:
+            continue
+        if hasattr(x, "tangent"):
+            return type(x)._apply(prim, *inputs, **params)
+        if node is None and hasattr(x, "_fn"):
+            node = x
+    if node is not None:
+        return type(node)._apply(prim, *inputs, **params)
     return prim.forward(*inputs, **params)
+
+
+_PLAIN = {float, int, bool, np.ndarray, np.float64, np.float32}
 
 
 def constant(x):

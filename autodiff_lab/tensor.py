@@ -72,6 +72,8 @@ class Tensor:
                 break
         out = cls.__new__(cls)
         out.data = fn.forward(*map(_DATA, inputs), **params)
+        if type(out.data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
+            out.data = np.asarray(out.data)
         out.grad = None
         out.label = ""
         out.requires_grad = False
