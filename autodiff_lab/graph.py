@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import contextmanager
 
+import numpy as np
+
 
 class _GradMode:
     enabled = True
@@ -88,6 +90,8 @@ def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: It
         g = pending.pop(node, None)
         if g is None:  # no gradient reaches this node
             continue
+        if type(g) is np.ndarray and g.dtype != node.data.dtype:  # float32 stays float32
+            g = g.astype(node.data.dtype)
         if accumulate:
             node.grad = g if node.grad is None else node.grad + g
         if wanted and node in wanted:

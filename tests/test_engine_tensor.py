@@ -353,11 +353,6 @@ def test_float32_is_kept_through_forward_and_backward():
             assert node.grad.dtype == np.float32, f"grad of {node._op} is {node.grad.dtype}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: with mixed float32/float64 operands the float32 input's grad arrives "
-    "as float64 (PyTorch casts each gradient to its tensor's dtype)",
-)
 def test_mixed_precision_gradient_has_the_inputs_dtype():
     a = Tensor(np.ones(3), dtype=np.float32, requires_grad=True)
     b = Tensor(np.ones(3), requires_grad=True)
