@@ -28,7 +28,7 @@ from hypothesis.extra import numpy as hnp
 import autodiff_lab as adl
 from autodiff_lab import Tensor, Value, concatenate, cross_entropy, stack
 from autodiff_lab.functional import jvp
-from autodiff_lab.primitives import PRIMITIVES
+from autodiff_lab.primitives import PRIMITIVES, bind
 
 RTOL, ATOL = 1e-9, 1e-11
 
@@ -269,7 +269,7 @@ def _(data):
     rows = np.array(data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=6)))
 
     def ours(x):
-        return Tensor._apply(PRIMITIVES["scatter_add"], x, index=rows, shape=(n, m))
+        return bind(PRIMITIVES["scatter_add"], x, index=rows, shape=(n, m))
 
     def theirs(t):
         import torch
@@ -356,7 +356,7 @@ def _(data):
     shape = data.draw(st.sampled_from([(), (3,)]))
     xs = [data.draw(arrays(shape)) for _ in range(data.draw(st.integers(1, 5)))]
     return Twin(
-        lambda *ts: Tensor._apply(PRIMITIVES["add_n"], *ts),
+        lambda *ts: bind(PRIMITIVES["add_n"], *ts),
         lambda *ts: functools.reduce(lambda a, b: a + b, ts),
         xs,
     )
@@ -367,7 +367,7 @@ def _(data):
     k = data.draw(st.integers(1, 4))
     ws_and_xs = [data.draw(arrays(())) for _ in range(2 * k)]
     return Twin(
-        lambda *ts: Tensor._apply(PRIMITIVES["dot"], *ts),
+        lambda *ts: bind(PRIMITIVES["dot"], *ts),
         lambda *ts: sum(w * x for w, x in zip(ts[:k], ts[k:], strict=True)),
         ws_and_xs,
     )
@@ -490,6 +490,25 @@ def test_float32_matches_torch_float32_and_stays_float32(torch, name, data):
     """float32 in: float32 values and gradients, close to torch's float32 results."""
     draw_twin = TWINS.get(name) or COMPOSITES[name]
     check_twin(torch, draw_twin(data), data, dtype=np.float32, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(set(TWINS) & set(PRIMITIVES)) + sorted(COMPOSITES))
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@given(data=st.data())
+def test_forward_mode_matches_torch_jvp(torch, name, data):
+    """The same twins pushed forward: our ``jvp`` (Dual numbers) vs ``torch.func.jvp``."""
+    draw_twin = TWINS.get(name) or COMPOSITES[name]
+    tw = draw_twin(data)
+    tangents = [data.draw(arrays(np.shape(a)), label="tangent") for a in tw.arrays]
+    out, tangent = jvp(tw.ours, tuple(tw.arrays), tuple(tangents))
+    ref_out, ref_tangent = torch.func.jvp(
+        tw.theirs,
+        tuple(torch.tensor(a) for a in tw.arrays),
+        tuple(torch.tensor(t) for t in tangents),
+    )
+    assert np.shape(out) == tuple(ref_out.shape) == np.shape(tangent)
+    assert_close(out, ref_out.numpy(), RTOL, ATOL)
+    assert_close(tangent, ref_tangent.numpy(), RTOL, ATOL)
 
 
 # --- the scalar Value against 0-d torch tensors --------------------------------------------
