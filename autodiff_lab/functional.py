@@ -247,7 +247,7 @@ def vjp(f: Callable, *primals):
             if nested and not _is_node(seed):
                 seed = Tensor(seed)
             elif not nested:
-                seed = seed.astype(out.data.dtype, copy=False)
+                seed = seed.astype(np.result_type(_raw(out)), copy=False)  # out may be a constant
         return tuple(_pull_back(out, leaves, seed, nested))
 
     return (out if nested else _raw(out)), vjp_fn

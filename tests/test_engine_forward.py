@@ -357,3 +357,16 @@ def test_jvp_through_cross_entropy(rng):
     assert loss == pytest.approx(-np.mean(np.log(p[np.arange(4), targets])), rel=1e-13)
     onehot = np.eye(3)[targets]
     assert tangent == pytest.approx(np.sum((p - onehot) / 4 * u), rel=1e-12)
+
+
+def test_transforms_of_a_function_that_ignores_its_input():
+    """A constant output has zero derivatives (and no graph to walk)."""
+    out, vjp_fn = vjp(lambda x: 3.0, np.ones(2))
+    assert out == 3.0
+    (pulled,) = vjp_fn(1.0)
+    np.testing.assert_array_equal(pulled, [0.0, 0.0])
+    np.testing.assert_array_equal(grad(lambda x: 3.0)(np.ones(2)), [0.0, 0.0])
+    _, (da, db) = value_and_grad(lambda a, b: a * 2.0, argnums=(0, 1))(1.5, 4.0)
+    assert (da, db) == (2.0, 0.0)
+    np.testing.assert_array_equal(jacrev(lambda x: np.ones(3))(np.ones(2)), np.zeros((3, 2)))
+    np.testing.assert_array_equal(jacfwd(lambda x: np.ones(3))(np.ones(2)), np.zeros((3, 2)))
