@@ -112,6 +112,8 @@ class Tensor:
         return len(self.data)
 
     def item(self) -> float:
+        if self.size != 1:
+            raise ValueError(f"Tensor.item: needs exactly one entry, got shape {self.shape}")
         return self.data.item()
 
     def numpy(self) -> np.ndarray:
@@ -242,7 +244,11 @@ class Tensor:
         return Tensor._apply(P.MEAN, self, axis=_check_axis(self, axis, "mean"), keepdims=keepdims)
 
     def max(self, axis=None, keepdims: bool = False):
-        return Tensor._apply(P.MAX, self, axis=_check_axis(self, axis, "max"), keepdims=keepdims)
+        axis = _check_axis(self, axis, "max")
+        reduced = range(self.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+        if any(self.shape[a] == 0 for a in reduced):
+            raise ValueError(f"Tensor max: shape {self.shape} has no entries along axis {axis}")
+        return Tensor._apply(P.MAX, self, axis=axis, keepdims=keepdims)
 
     def reshape(self, *shape):
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape

@@ -75,6 +75,13 @@ ERRORS = [
         ValueError,
         ["transpose", "(0, 2)", "(2, 3)", "permutation"],
     ),
+    (
+        "max of an empty axis",
+        lambda: Tensor(np.zeros((0, 3))).max(axis=0),
+        ValueError,
+        ["max", "(0, 3)", "axis 0"],
+    ),
+    ("item of a vector", lambda: ones(2).item(), ValueError, ["item", "one entry", "(2,)"]),
     ("index out of range", lambda: ones(2, 3)[5], IndexError, ["Tensor []", "5", "(2, 3)"]),
     (
         "concatenate shapes",
