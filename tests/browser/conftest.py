@@ -204,8 +204,10 @@ class JupyterLabUI:
 
     def open(self, path: str):
         """Open a notebook and wait until its kernel is idle."""
-        self.page.goto(self.server.url(path, "lab"))
-        self.page.wait_for_selector(".jp-NotebookPanel", timeout=60_000)
+        # `reset`: start from an empty workspace, not the tabs an earlier test left open
+        self.page.goto(self.server.url(path, "lab") + "&reset")
+        # other notebooks may be restored in hidden tabs: wait for the one shown
+        self.page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden)", timeout=60_000)
         self.dismiss_news()
         self.wait_idle()
 
