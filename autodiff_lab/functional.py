@@ -121,6 +121,17 @@ def _pull_back(out, leaves, seed, create_graph: bool):
     return grads
 
 
+def _one_output(out, where: str):
+    """Reverse mode pulls back one output: several must be stacked into one Tensor first."""
+    if isinstance(out, list | tuple):
+        raise TypeError(
+            f"{where}: f returned a {type(out).__name__} of {len(out)} outputs; reverse mode "
+            "needs one Value, Tensor or number — stack them first: "
+            "autodiff_lab.stack([...]) (jvp and jacfwd accept tuples)"
+        )
+    return out
+
+
 def _has_dual(args) -> bool:
     return any(isinstance(a, Dual) for a in args)
 
@@ -227,7 +238,7 @@ def vjp(f: Callable, *primals):
     nested = _ReverseNesting.depth > 0 or any(_is_node(p) for p in primals)
     leaves = [_leaf(p) for p in primals]
     with _running_reverse:
-        out = f(*leaves)
+        out = _one_output(f(*leaves), "vjp")
 
     def vjp_fn(cotangent):
         if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
@@ -365,7 +376,7 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         leaf = x if _is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
         args[argnums] = leaf
         with _running_reverse:
-            out = f(*args)
+            out = _one_output(f(*args), "jacrev")
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))

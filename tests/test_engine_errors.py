@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from autodiff_lab import Dual, Tensor, Value, concatenate, cross_entropy, stack
-from autodiff_lab.functional import grad, jvp, vjp
+from autodiff_lab.functional import grad, jacrev, jvp, vjp
 
 
 def ones(*shape):
@@ -204,6 +204,18 @@ ERRORS = [
         lambda: vjp(lambda x: x * 2, np.ones(3))[1](np.ones(4)),
         ValueError,
         ["vjp", "cotangent", "(4,)", "(3,)"],
+    ),
+    (
+        "vjp of a function returning a list",
+        lambda: vjp(lambda a: [a * 2, a * 3], 1.0),
+        TypeError,
+        ["vjp", "list of 2 outputs", "stack"],
+    ),
+    (
+        "jacrev of a function returning a list",
+        lambda: jacrev(lambda a: [a * 2, a * 3])(1.0),
+        TypeError,
+        ["jacrev", "list of 2 outputs", "stack"],
     ),
     (
         "jvp with fewer tangents than primals",
