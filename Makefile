@@ -17,7 +17,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 PYTEST_FLAGS ?=
 
-.PHONY: lab test bench notebooks exercises lint format clean
+.PHONY: lab test bench notebooks exercises slides lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ notebooks: $(VENV)/.test-installed
 ## make exercises: regenerate exercises/ from solutions/ (keeps students' edits)
 exercises: $(VENV)/.lab-installed
 	$(BIN)/autodiff-lab build-exercises
+
+## make slides: every chapter as self-contained offline HTML slides in build/slides/
+slides: $(VENV)/.lab-installed
+	$(BIN)/autodiff-lab slides all --offline
 
 lint:
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
