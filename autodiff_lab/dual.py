@@ -25,9 +25,6 @@ from .primitives import bind
 _tags = itertools.count(1)
 
 
-_PLAIN = {float, int, np.ndarray, np.float64, np.float32}
-
-
 def new_tag() -> int:
     """A tag no dual has used yet (one per ``jvp`` call)."""
     return next(_tags)
@@ -74,7 +71,8 @@ class Dual:
     def _apply(cls, fn, *inputs, **params):
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
-            if type(x) in _PLAIN or isinstance(x, Dual | numbers.Number) or hasattr(x, "_fn"):
+            plain = type(x) in P.PLAIN_TYPES or isinstance(x, numbers.Number)
+            if plain or isinstance(x, Dual) or hasattr(x, "_fn"):
                 continue
             raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
         tag = max(x.tag for x in inputs if isinstance(x, Dual))

@@ -75,7 +75,7 @@ def bind(prim: Primitive, *inputs, **params):
     """
     node = None
     for x in inputs:
-        if type(x) in _PLAIN:
+        if type(x) in PLAIN_TYPES:
             continue
         if hasattr(x, "tangent"):
             return type(x)._apply(prim, *inputs, **params)
@@ -86,7 +86,7 @@ def bind(prim: Primitive, *inputs, **params):
     return prim.forward(*inputs, **params)
 
 
-_PLAIN = {float, int, bool, np.ndarray, np.float64, np.float32}
+PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32}  # never graph values
 
 
 def constant(x):

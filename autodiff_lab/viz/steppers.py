@@ -326,6 +326,17 @@ class _Stepper(widgets.VBox):
     def _code(self, node) -> str:
         return f"<code>{html_lib.escape(self.name(node))}</code>"
 
+    def _edge_label(self, node, position: int, k: int) -> str:
+        """The text on input edge ``position`` of ``node`` at step ``k`` (its share)."""
+        if k == 0 or self.events[k - 1].node is not node:
+            return ""
+        for c in self.events[k - 1].contributions:
+            if c.position == position:
+                if c.local is None:
+                    return f"→ {_fmt(c.share)}"
+                return f"{self._product(c)}\\n= {_fmt(c.share)}"
+        return ""
+
 
 class BackwardStepper(_Stepper):
     """``loss.backward()`` one node at a time: see the chain rule run through the graph.
@@ -485,15 +496,9 @@ class BackwardStepper(_Stepper):
             lines.append("grad ?" if g is None else f"grad {_fmt(g)}")
         return lines
 
-    def _edge_label(self, node, position: int, k: int) -> str:
-        if k == 0 or self.events[k - 1].node is not node:
-            return ""
-        for c in self.events[k - 1].contributions:
-            if c.position == position:
-                if c.local is None:
-                    return f"→ {_fmt(c.share)}"
-                return f"{_fmt(c.incoming)} × {_fmt(c.local)}\\n= {_fmt(c.share)}"
-        return ""
+    def _product(self, c: Contribution) -> str:
+        """The edge's product in this mode's reading order: upstream grad × local derivative."""
+        return f"{_fmt(c.incoming)} × {_fmt(c.local)}"
 
     def explain(self, k: int) -> str:
         """The explanation (HTML) of step ``k``."""
@@ -698,15 +703,9 @@ class ForwardStepper(_Stepper):
         lines.append(f"tangent {_fmt(self.events[step - 1].amount) if known else '?'}")
         return lines
 
-    def _edge_label(self, node, position: int, k: int) -> str:
-        if k == 0 or self.events[k - 1].node is not node:
-            return ""
-        for c in self.events[k - 1].contributions:
-            if c.position == position:
-                if c.local is None:
-                    return f"→ {_fmt(c.share)}"
-                return f"{_fmt(c.local)} × {_fmt(c.incoming)}\\n= {_fmt(c.share)}"
-        return ""
+    def _product(self, c: Contribution) -> str:
+        """The edge's product in this mode's reading order: local derivative × tangent."""
+        return f"{_fmt(c.local)} × {_fmt(c.incoming)}"
 
     def _direction(self) -> str:
         return ", ".join(f"d{self._code(x)} = {_fmt(self.seed[x])}" for x in self.inputs)
