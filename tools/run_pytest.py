@@ -1,4 +1,11 @@
-"""Run the whole test suite: unit tests, then strict nbval on every executed notebook.
+"""Run the whole test suite: unit tests and strict nbval, then nbval again on numpy's baseline.
+
+1. One pytest run over ``tests/`` and strict nbval over every executed notebook.
+2. A second strict nbval run over the notebooks with numpy's SIMD paths above its baseline
+   switched off (``NPY_DISABLE_CPU_FEATURES``). Other CPUs round ``exp``, ``sin`` and friends
+   differently; this pass makes a stored output that depends on such round-off fail on the
+   developer's own machine instead of on a student's. Where the machine has nothing above
+   numpy's baseline, there is nothing to switch off and the pass is skipped (said in one line).
 
 pytest exits 5 when it collected no tests; for this project that is a broken suite,
 never a pass, so it is reported as a failure with a clear message.
@@ -6,28 +13,47 @@ never a pass, so it is reported as a failure with a clear message.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIRS = ["notebooks", "solutions"]
+NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 
 
-def main(argv: list[str]) -> int:
-    notebooks = [d for d in NOTEBOOK_DIRS if any((ROOT / d).glob("*.ipynb"))]
-    cmd = [
-        sys.executable, "-m", "pytest", "tests", *notebooks,
-        "--nbval", "--nbval-current-env",
-        "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
-        "-p", "no:cacheprovider", "-q", "-ra", *argv,
-    ]  # fmt: skip
+def simd_features_above_baseline() -> list[str]:
+    """numpy's dispatchable CPU features that this machine has (empty: only the baseline)."""
+    try:
+        from numpy._core import _multiarray_umath as umath  # numpy >= 2
+    except ImportError:  # numpy 1.x
+        from numpy.core import _multiarray_umath as umath
+    have = umath.__cpu_features__
+    return [name for name in umath.__cpu_dispatch__ if have.get(name)]
+
+
+def pytest(args: list[str], env: dict[str, str] | None = None) -> int:
+    cmd = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider", "-q", "-ra"]
     print("+", " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd, cwd=ROOT)
+    rc = subprocess.call(cmd, cwd=ROOT, env=env)
     if rc == 5:
         print("pytest collected no tests: the suite is broken (exit 5 counts as a failure)")
         return 1
     return rc
+
+
+def main(argv: list[str]) -> int:
+    notebooks = [d for d in NOTEBOOK_DIRS if any((ROOT / d).glob("*.ipynb"))]
+    rc = pytest(["tests", *notebooks, *NBVAL, *argv])
+    features = simd_features_above_baseline()
+    if not features:
+        print("second nbval pass skipped: numpy finds no CPU feature above its baseline here")
+        return rc
+    disabled = " ".join(features)
+    print(f"second nbval pass: stored outputs with numpy's SIMD paths off ({disabled})")
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled}
+    return pytest([*notebooks, *NBVAL, *argv], env=env) or rc
 
 
 if __name__ == "__main__":
