@@ -422,7 +422,7 @@ def test_mistake_detectors_never_raise_on_odd_answers(odd):
         case = exercise.cases(np.random.default_rng(3))[0]
         expected = exercise.reference(case.inputs)
         for mistake in exercise.mistakes:
-            assert mistake.detect(odd, expected, case) in (True, False)
+            assert mistake.matches(odd, expected, case) in (True, False)
 
 
 def test_every_exercise_has_a_wrong_answer_in_the_table():

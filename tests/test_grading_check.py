@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from grading_testkit import EXERCISES_MODULE, load_test_exercises, write_notebook
 
-from autodiff_lab.grading import allclose_nested, check, checking, registry
+from autodiff_lab.grading import close, check, checking, registry
 from autodiff_lab.grading.plaindata import PlainDataError, dumps, loads, to_plain
 
 
@@ -26,18 +26,18 @@ def fresh_attempts(monkeypatch):
 # --- spec and transport --------------------------------------------------------------------
 
 
-def test_allclose_nested_is_structure_aware():
-    assert allclose_nested([1.0, (2.0, np.ones(2))], (1, [2.0 + 1e-9, np.ones(2)]))
-    assert allclose_nested({"w": np.arange(3.0)}, {"w": np.arange(3.0) * (1 + 1e-8)})
-    assert allclose_nested(float("nan"), float("nan"))
-    assert not allclose_nested(1.0, 1.001)  # outside rtol=1e-6
-    assert not allclose_nested(np.ones(3), np.ones((3, 1)))  # shapes must match
-    assert not allclose_nested([1.0, 2.0], [1.0, 2.0, 3.0])
-    assert not allclose_nested({"a": 1.0}, {"b": 1.0})
-    assert not allclose_nested(True, 1)  # a bool is not a number here
-    assert not allclose_nested("1.0", 1.0)
-    assert not allclose_nested(None, 0.0)
-    assert not allclose_nested(float("inf"), 1e308)
+def test_close_is_structure_aware():
+    assert close([1.0, (2.0, np.ones(2))], (1, [2.0 + 1e-9, np.ones(2)]))
+    assert close({"w": np.arange(3.0)}, {"w": np.arange(3.0) * (1 + 1e-8)})
+    assert close(float("nan"), float("nan"))
+    assert not close(1.0, 1.001)  # outside rtol=1e-6
+    assert not close(np.ones(3), np.ones((3, 1)))  # shapes must match
+    assert not close([1.0, 2.0], [1.0, 2.0, 3.0])
+    assert not close({"a": 1.0}, {"b": 1.0})
+    assert not close(True, 1)  # a bool is not a number here
+    assert not close("1.0", 1.0)
+    assert not close(None, 0.0)
+    assert not close(float("inf"), 1e308)
 
 
 def test_plain_data_round_trip_keeps_types():

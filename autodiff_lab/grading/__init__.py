@@ -6,6 +6,6 @@
 """
 
 from .checking import CheckResult, check
-from .spec import Case, Exercise, Mistake, allclose_nested
+from .spec import Case, Exercise, Mistake, close
 
-__all__ = ["Case", "CheckResult", "Exercise", "Mistake", "allclose_nested", "check"]
+__all__ = ["Case", "CheckResult", "Exercise", "Mistake", "check", "close"]

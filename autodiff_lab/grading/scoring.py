@@ -4,10 +4,8 @@ Shared by the in-notebook :func:`~autodiff_lab.grading.check` and the command-li
 so both judge the same way. The student's side produces an :class:`Outcome` per case (a
 value, or what went wrong); the judging side — here — compares it with the reference.
 
-Statuses of an exercise: ``passed`` (every case right), ``failed`` (some case wrong or
-raised an error), ``not attempted`` (the stub's NotImplementedError, or no answer defined),
-``timed out`` and ``crashed`` (the grader's process running the code hit a limit or died).
-Points are the sum over the cases that passed, whatever the status.
+Statuses of an exercise: see :class:`Status`. Points are the sum over the cases that
+passed, whatever the status.
 """
 
 from __future__ import annotations
@@ -15,30 +13,47 @@ from __future__ import annotations
 import html
 import traceback
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from .spec import Case, Exercise
 
-PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED = (
-    "passed",
-    "failed",
-    "not attempted",
-    "timed out",
-    "crashed",
-)
-STATUSES = (PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED)
 
-# Outcome kinds: what happened when the student's code ran on one case.
-VALUE, NOT_IMPLEMENTED, ERROR, TIMEOUT, CRASH, NOT_RUN = (
-    "value",
-    "not implemented",
-    "error",
-    "timed out",
-    "crashed",
-    "not run",
-)
+class Status(StrEnum):
+    """The verdict on one exercise (a row of the gradebook)."""
+
+    PASSED = "passed"  # every case right
+    FAILED = "failed"  # some case wrong or raised an error
+    NOT_ATTEMPTED = "not attempted"  # the stub's NotImplementedError, or no answer defined
+    TIMED_OUT = "timed out"  # the student's process ran past a time limit
+    CRASHED = "crashed"  # the student's process died (or the grader did, while on it)
+    UNREADABLE = "unreadable"  # the submission is not a notebook the grader can read
+    NO_EXERCISES = "no exercises"  # a readable notebook that answers no known exercise
+
+    def __repr__(self) -> str:  # shown in notebooks as the plain string it equals
+        return repr(self.value)
+
+
+PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED = (
+    Status.PASSED, Status.FAILED, Status.NOT_ATTEMPTED, Status.TIMED_OUT, Status.CRASHED,
+)  # fmt: skip
+STATUSES = tuple(Status)
+
+
+class Kind(StrEnum):
+    """What happened when the student's code ran on one case."""
+
+    VALUE = "value"
+    NOT_IMPLEMENTED = "not implemented"
+    ERROR = "error"
+    TIMEOUT = "timed out"
+    CRASH = "crashed"
+    NOT_RUN = "not run"
+
+
+VALUE, NOT_IMPLEMENTED, ERROR, TIMEOUT, CRASH, NOT_RUN = tuple(Kind)
 
 GENERIC_NUDGE = (
     "Compare your result with the expected one on the first failing case above; "
@@ -255,11 +270,7 @@ def detected_mistakes(
         except Exception:
             pass
         for mistake in exercise.mistakes:
-            try:
-                hit = bool(mistake.detect(outcome.value, exp, case))
-            except Exception:  # a detector that does not apply to this shape of answer
-                hit = False
-            if hit and mistake.hint not in hints:
+            if mistake.matches(outcome.value, exp, case) and mistake.hint not in hints:
                 hints.append(mistake.hint)
     return hints
 

@@ -20,49 +20,58 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "Mistake", "Exercise", "allclose_nested"]
+__all__ = ["Case", "Mistake", "Exercise", "close"]
 
 RTOL = 1e-6
 ATOL = 1e-8
 
 
-def allclose_nested(got: Any, expected: Any, rtol: float = RTOL, atol: float = ATOL) -> bool:
+def close(got: Any, expected: Any, rtol: float = RTOL, atol: float = ATOL) -> bool:
     """True when ``got`` matches ``expected`` in structure and, for numbers, within tolerance.
 
-    Structure-aware: dicts must have the same keys, lists/tuples the same length (a list and
-    a tuple with equal items are equal: transport may turn one into the other), arrays the
-    same shape. Numbers compare with ``|got - expected| <= atol + rtol * |expected|``;
-    NaN equals NaN and infinities must match exactly. Strings, bools and None compare
-    with ``==`` (a bool is not accepted where a number is expected, and vice versa).
+    The one closeness rule of the grader, its mistake detectors and ``check``:
+
+    - dicts need the same keys; a list or tuple of plain numbers compares as an array (so an
+      ndarray answer matches a list reference); other lists/tuples item by item, same length
+      (a list equals a tuple with equal items: transport may turn one into the other);
+    - numbers and arrays: same shape and ``|got - expected| <= atol + rtol * |expected|``;
+      NaN matches NaN (a reference that is NaN means NaN is the answer), infinities must
+      match exactly;
+    - strings, bools and None compare with ``==`` and the same type (a bool is not a number).
     """
     if isinstance(expected, Mapping):
         if not isinstance(got, Mapping) or set(got) != set(expected):
             return False
-        return all(allclose_nested(got[k], expected[k], rtol, atol) for k in expected)
-    if isinstance(expected, (list, tuple)):
+        return all(close(got[k], expected[k], rtol, atol) for k in expected)
+    if isinstance(expected, (list, tuple)) and not _numbers_only(expected):
         if not isinstance(got, (list, tuple)) or len(got) != len(expected):
             return False
-        return all(allclose_nested(g, e, rtol, atol) for g, e in zip(got, expected, strict=True))
+        return all(close(g, e, rtol, atol) for g, e in zip(got, expected, strict=True))
     if expected is None or isinstance(expected, (str, bytes)):
-        return got == expected
+        return type(got) is type(expected) and got == expected
     if isinstance(expected, (bool, np.bool_)) or isinstance(got, (bool, np.bool_)):
         return (
             type(got) in (bool, np.bool_)
             and type(expected) in (bool, np.bool_)
             and (bool(got) == bool(expected))
         )
-    if isinstance(expected, (int, float, complex, np.number, np.ndarray)):
-        if isinstance(got, (str, bytes, Mapping)) or got is None:
-            return False
-        try:
-            got_arr = np.asarray(got, dtype=float)
-            exp_arr = np.asarray(expected, dtype=float)
-        except (TypeError, ValueError):
-            return False
-        if got_arr.shape != exp_arr.shape:
-            return False
-        return bool(np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True))
-    return got == expected
+    if isinstance(got, (str, bytes, Mapping)) or got is None:
+        return False
+    try:
+        got_arr = np.asarray(got, dtype=float)
+        exp_arr = np.asarray(expected, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if got_arr.shape != exp_arr.shape:
+        return False
+    return bool(np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def _numbers_only(items: list | tuple) -> bool:
+    return len(items) > 0 and all(
+        isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+        for v in items
+    )
 
 
 @dataclass(frozen=True)
@@ -80,10 +89,19 @@ class Mistake:
 
     ``detect(got, expected, case)`` returns True when this mistake explains ``got``
     (e.g. ``got == -expected`` for a wrong sign). Its hint takes precedence over nudges.
+    Detectors see whatever the student's code returned, so :meth:`matches` treats any
+    exception inside one (a wrong type, a NaN…) as "not this mistake".
     """
 
     hint: str
     detect: Callable[[Any, Any, Case], bool]
+
+    def matches(self, got: Any, expected: Any, case: Case) -> bool:
+        """True when this mistake explains ``got``; never raises."""
+        try:
+            return bool(self.detect(got, expected, case))
+        except Exception:  # a detector that does not apply to this shape of answer
+            return False
 
 
 @dataclass
@@ -95,9 +113,12 @@ class Exercise:
     task: str  # ONE line; the stub raises NotImplementedError(f"Exercise {id}: {task}")
     answer: str  # the name the student defines in the notebook, e.g. "dual_mul"
     cases: Callable[[np.random.Generator], list[Case]]  # seeded random cases + edge cases
-    run: Callable[[Any, tuple], Any]  # run(student_answer, inputs) -> PLAIN DATA (student side)
+    # run(student_answer, inputs) -> PLAIN DATA, in the student's process. A module-level
+    # function in a module WITHOUT references (the course's: grading/runners/chNN.py),
+    # because the worker imports that module and nothing else of the exercise.
+    run: Callable[[Any, tuple], Any]
     reference: Callable[[tuple], Any]  # reference(inputs) -> PLAIN DATA (grader side only)
-    compare: Callable[[Any, Any], bool] = allclose_nested
+    compare: Callable[[Any, Any], bool] = close
     mistakes: tuple[Mistake, ...] = ()
     nudges: tuple[str, ...] = ()  # tiered generic hints: gentle first, more specific later
 

@@ -10,23 +10,13 @@ import math
 
 import numpy as np
 
-from ... import ops
-from ..spec import Case, Exercise, Mistake
-from ._common import as_array, close, detector, number
+from ..runners.ch01 import _MIX, JACOBIAN_FUNCTIONS, _column_run, _jvp_run, _mul_run, _sin_run
+from ._common import draw
+from ..spec import Case, Exercise, Mistake, close
 
 __all__ = ["EXERCISES", "JACOBIAN_FUNCTIONS"]
 
 
-def _pair(out) -> list[float]:
-    """``[primal, tangent]`` from a pair or a Dual."""
-    if hasattr(out, "primal") and hasattr(out, "tangent"):
-        return [number(out.primal), number(out.tangent)]
-    primal, tangent = out
-    return [number(primal), number(tangent)]
-
-
-def _r(rng, lo=-3.0, hi=3.0) -> float:
-    return round(float(rng.uniform(lo, hi)), 4)
 
 
 # --- 1.1 the product of two dual numbers ----------------------------------------------
@@ -35,7 +25,7 @@ def _r(rng, lo=-3.0, hi=3.0) -> float:
 def _mul_cases(rng):
     cases = []
     for _ in range(5):
-        a, da, b, db = (_r(rng) for _ in range(4))
+        a, da, b, db = (draw(rng, -3.0, 3.0) for _ in range(4))
         cases.append(Case(f"random a={a}, da={da}, b={b}, db={db}", (a, da, b, db)))
     cases += [
         Case("edge: only a moves (db = 0)", (2.0, 1.0, 3.0, 0.0)),
@@ -43,11 +33,6 @@ def _mul_cases(rng):
         Case("edge: a·a (same dual twice)", (1.5, 1.0, 1.5, 1.0)),
     ]
     return cases
-
-
-def _mul_run(answer, inputs):
-    a, da, b, db = inputs
-    return _pair(answer((a, da), (b, db)))
 
 
 def _mul_reference(inputs):
@@ -67,29 +52,25 @@ MUL = Exercise(
         Mistake(
             "The tangent part multiplied the two tangents. Expand (a + da·ε)(b + db·ε) and "
             "use ε² = 0: the ε term is a·db + da·b.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     math.isclose(got[1], case.inputs[1] * case.inputs[3])
                     and not math.isclose(got[1], exp[1])
-                )
-            ),
+                ),
         ),
         Mistake(
             "Only one term of the product rule is there: the tangent of a·b needs both "
             "a·db and da·b.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     not math.isclose(got[1], exp[1])
                     and (
                         math.isclose(got[1], case.inputs[0] * case.inputs[3])
                         or math.isclose(got[1], case.inputs[1] * case.inputs[2])
                     )
-                )
-            ),
+                ),
         ),
         Mistake(
             "The primal (first) part should be the ordinary product a·b.",
-            detector(lambda got, exp, case: not math.isclose(got[0], exp[0], abs_tol=1e-12)),
+            lambda got, exp, case: not math.isclose(got[0], exp[0], abs_tol=1e-12),
         ),
     ),
     nudges=(
@@ -105,7 +86,7 @@ MUL = Exercise(
 def _sin_cases(rng):
     cases = []
     for _ in range(5):
-        x, dx = _r(rng, -4, 4), _r(rng)
+        x, dx = draw(rng, -4, 4), draw(rng, -3.0, 3.0)
         cases.append(Case(f"random x={x}, dx={dx}", (x, dx)))
     cases += [
         Case("edge: x = 0, dx = 1", (0.0, 1.0)),
@@ -113,10 +94,6 @@ def _sin_cases(rng):
         Case("edge: tangent 0 stays 0", (0.7, 0.0)),
     ]
     return cases
-
-
-def _sin_run(answer, inputs):
-    return _pair(answer(tuple(inputs)))
 
 
 def _sin_reference(inputs):
@@ -136,29 +113,23 @@ SIN = Exercise(
         Mistake(
             "The tangent is the derivative cos(x) alone: multiply it by the incoming "
             "tangent dx (chain rule: d sin(u) = cos(u)·du).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     math.isclose(got[1], math.cos(case.inputs[0]))
                     and not math.isclose(got[1], exp[1])
-                )
-            ),
+                ),
         ),
         Mistake(
             "Sign error: d/dx sin x = +cos x (it is cos whose derivative is -sin).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     math.isclose(got[1], -exp[1]) and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
-                )
-            ),
+                ),
         ),
         Mistake(
             "The tangent should use cos(x), not sin(x).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     math.isclose(got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12)
                     and not math.isclose(got[1], exp[1], abs_tol=1e-12)
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -174,8 +145,8 @@ SIN = Exercise(
 def _div_cases(rng):
     cases = []
     for _ in range(5):
-        a, da, db = _r(rng), _r(rng), _r(rng)
-        b = _r(rng, 0.5, 3.0) * (1 if rng.random() < 0.5 else -1)
+        a, da, db = draw(rng, -3.0, 3.0), draw(rng, -3.0, 3.0), draw(rng, -3.0, 3.0)
+        b = draw(rng, 0.5, 3.0) * (1 if rng.random() < 0.5 else -1)
         cases.append(Case(f"random a={a}, da={da}, b={b}, db={db}", (a, da, b, db)))
     cases += [
         Case("edge: only the denominator moves", (1.0, 0.0, 2.0, 1.0)),
@@ -206,37 +177,31 @@ DIV = Exercise(
     mistakes=(
         Mistake(
             "The quotient rule has a minus sign: d(a/b) = (da·b - a·db) / b².",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     not math.isclose(got[1], exp[1])
                     and math.isclose(
                         got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
                     )
-                )
-            ),
+                ),
         ),
         Mistake(
             "The two terms of the numerator are swapped: it is da·b - a·db (numerator's "
             "tangent first).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     not math.isclose(got[1], exp[1])
                     and math.isclose(
                         got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
                     )
-                )
-            ),
+                ),
         ),
         Mistake(
             "Divide by b squared, not by b: d(a/b) = (da·b - a·db) / b².",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     not math.isclose(got[1], exp[1])
                     and math.isclose(
                         got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
                     )
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -253,7 +218,7 @@ DIV = Exercise(
 def _jvp_cases(rng):
     cases = []
     for _ in range(5):
-        x, y, dx, dy = (_r(rng, -2, 2) for _ in range(4))
+        x, y, dx, dy = (draw(rng, -2, 2) for _ in range(4))
         cases.append(Case(f"random x={x}, y={y}, dx={dx}, dy={dy}", (x, y, dx, dy)))
     cases += [
         Case("edge: direction e_x (a column of J)", (0.8, -1.3, 1.0, 0.0)),
@@ -261,11 +226,6 @@ def _jvp_cases(rng):
         Case("edge: zero direction", (1.1, 0.4, 0.0, 0.0)),
     ]
     return cases
-
-
-def _jvp_run(answer, inputs):
-    value, tangent = answer(*inputs)
-    return [[number(v) for v in value], [number(t) for t in tangent]]
 
 
 def _jacobian_xy(x, y):
@@ -296,37 +256,31 @@ JVP = Exercise(
         Mistake(
             "That is Jᵀ·v (a vjp), not J·v: output i's tangent is Σ_j ∂f_i/∂x_j · v_j — "
             "sum along a row of J.",
-            detector(
-                lambda got, exp, case: _tangent_is(
+            lambda got, exp, case: _tangent_is(
                     got, case, lambda x, y, dx, dy: _jacobian_xy(x, y).T @ np.array([dx, dy])
-                )
-            ),
+                ),
         ),
         Mistake(
             "The tangent ignores dy: both inputs move at once, so add ∂f/∂y·dy to ∂f/∂x·dx.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     case.inputs[3] != 0
                     and _tangent_is(
                         got, case, lambda x, y, dx, dy: _jacobian_xy(x, y) @ np.array([dx, 0.0])
                     )
-                )
-            ),
+                ),
         ),
         Mistake(
             "Chain rule inside sin: d sin(x·y) = cos(x·y)·(y·dx + x·dy), the inner "
             "derivative of x·y is y·dx + x·dy, not dx + dy.",
-            detector(
-                lambda got, exp, case: _tangent_is(
+            lambda got, exp, case: _tangent_is(
                     got,
                     case,
                     lambda x, y, dx, dy: [math.cos(x * y) * (dx + dy), dx + 2 * y * dy],
-                )
-            ),
+                ),
         ),
         Mistake(
             "The value part should be f(x, y) = (sin(x·y), x + y²) itself.",
-            detector(lambda got, exp, case: not close(got[0], exp[0])),
+            lambda got, exp, case: not close(got[0], exp[0]),
         ),
     ),
     nudges=(
@@ -337,32 +291,6 @@ JVP = Exercise(
 
 
 # --- 1.5 a Jacobian column with one forward pass --------------------------------------
-
-_MIX = np.array([[2.0, -1.0, 0.5, 0.0], [0.0, 1.0, 3.0, -2.0], [1.0, 0.0, -1.0, 4.0],
-                 [0.5, 2.0, 0.0, 1.0]])  # fmt: skip
-
-
-def _scaled_by_sum(x):
-    """f(x) = x · Σx"""
-    return x * ops.sum(x)
-
-
-def _sin_times_first(x):
-    """f(x) = sin(x) · x₀ + x"""
-    return ops.sin(x) * x[0] + x
-
-
-def _mix_then_tanh(x):
-    """f(x) = tanh(M x) for a fixed 4×4 matrix M"""
-    n = ops.shape(x)[0]
-    return ops.tanh(_MIX[:n, :n] @ x)
-
-
-JACOBIAN_FUNCTIONS = {
-    "x * sum(x)": _scaled_by_sum,
-    "sin(x) * x[0] + x": _sin_times_first,
-    "tanh(M @ x)": _mix_then_tanh,
-}
 
 
 def _jacobian(name: str, x: np.ndarray) -> np.ndarray:
@@ -382,7 +310,7 @@ def _column_cases(rng):
     cases = []
     for name in JACOBIAN_FUNCTIONS:
         n = int(rng.integers(3, 5))
-        x = [_r(rng, -1.5, 1.5) for _ in range(n)]
+        x = [draw(rng, -1.5, 1.5) for _ in range(n)]
         j = int(rng.integers(0, n))
         cases.append(Case(f"random f(x) = {name}, n = {n}, column {j}", (name, x, j)))
     cases += [
@@ -391,12 +319,6 @@ def _column_cases(rng):
         Case("edge: one input", ("sin(x) * x[0] + x", [0.4], 0)),
     ]
     return cases
-
-
-def _column_run(answer, inputs):
-    name, x, j = inputs
-    column = answer(JACOBIAN_FUNCTIONS[name], np.asarray(x, dtype=np.float64), j)
-    return as_array(column)
 
 
 def _column_reference(inputs):
@@ -422,20 +344,18 @@ COLUMN = Exercise(
         Mistake(
             "That is row j (d f_j / d every x), not column j. One forward pass gives the "
             "derivative of every output along one input: seed the tangent with e_j.",
-            detector(lambda got, exp, case: _column_is(got, case, lambda jac, j: jac[j, :])),
+            lambda got, exp, case: _column_is(got, case, lambda jac, j: jac[j, :]),
         ),
         Mistake(
             "A tangent of all ones moves every input at once and gives the sum of all "
             "columns. Seed the tangent with e_j (1 at position j, 0 elsewhere).",
-            detector(lambda got, exp, case: _column_is(got, case, lambda jac, j: jac.sum(axis=1))),
+            lambda got, exp, case: _column_is(got, case, lambda jac, j: jac.sum(axis=1)),
         ),
         Mistake(
             "Return the output's tangent, not its primal (the value of f).",
-            detector(
-                lambda got, exp, case: close(
+            lambda got, exp, case: close(
                     got, JACOBIAN_FUNCTIONS[case.inputs[0]](np.asarray(case.inputs[1], float))
-                )
-            ),
+                ),
         ),
     ),
     nudges=(

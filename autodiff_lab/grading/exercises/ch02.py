@@ -6,15 +6,13 @@ import math
 
 import numpy as np
 
-from ...value import Value
-from ..spec import Case, Exercise, Mistake
-from ._common import close, detector, error_result, is_error, number
+from ..runners.ch02 import _manual_run, _passes_run, _topo_run, _vjp_run, build_graph
+from ..spec import Case, Exercise, Mistake, close
+from ._common import draw, is_error
 
 __all__ = ["EXERCISES", "build_graph"]
 
 
-def _r(rng, lo=-2.0, hi=2.0) -> float:
-    return round(float(rng.uniform(lo, hi)), 4)
 
 
 # --- 2.1 how many passes for a full Jacobian? -----------------------------------------
@@ -31,11 +29,6 @@ def _passes_cases(rng):
         Case("edge: square, n = m = 7", (7, 7)),
     ]
     return cases
-
-
-def _passes_run(answer, inputs):
-    forward, reverse, cheaper = answer(*inputs)
-    return [int(forward), int(reverse), str(cheaper)]
 
 
 def _passes_reference(inputs):
@@ -58,12 +51,12 @@ PASSES = Exercise(
             "The counts are swapped. A forward pass (jvp) gives one *column* of the Jacobian "
             "(one input direction): n passes. A reverse pass (vjp) gives one *row* (one "
             "output): m passes.",
-            detector(lambda got, exp, case: got[:2] == exp[1::-1] and exp[0] != exp[1]),
+            lambda got, exp, case: got[:2] == exp[1::-1] and exp[0] != exp[1],
         ),
         Mistake(
             "The pass counts are right but the choice is not: the cheaper mode is the one "
             "with fewer passes ('either' when they are equal).",
-            detector(lambda got, exp, case: got[:2] == exp[:2] and got[2] != exp[2]),
+            lambda got, exp, case: got[:2] == exp[:2] and got[2] != exp[2],
         ),
     ),
     nudges=(
@@ -80,7 +73,7 @@ PASSES = Exercise(
 def _vjp_cases(rng):
     cases = []
     for _ in range(5):
-        x, y, u, v = (_r(rng) for _ in range(4))
+        x, y, u, v = (draw(rng, -2.0, 2.0) for _ in range(4))
         cases.append(Case(f"random x={x}, y={y}, u={u}, v={v}", (x, y, u, v)))
     cases += [
         Case("edge: cotangent (1, 0) picks row 1 of J", (0.5, -1.5, 1.0, 0.0)),
@@ -88,11 +81,6 @@ def _vjp_cases(rng):
         Case("edge: x = y = 0", (0.0, 0.0, 2.0, -3.0)),
     ]
     return cases
-
-
-def _vjp_run(answer, inputs):
-    value, cotangent_in = answer(*inputs)
-    return [[number(v) for v in value], [number(c) for c in cotangent_in]]
 
 
 def _jac(x, y):
@@ -121,33 +109,27 @@ VJP = Exercise(
         Mistake(
             "That is J·(u, v), a jvp. A vjp pulls the cotangent back: input j gets "
             "Σ_i u_i ∂f_i/∂x_j — sum down a *column* of J.",
-            detector(
-                lambda got, exp, case: _cotangent_is(
+            lambda got, exp, case: _cotangent_is(
                     got, case, lambda x, y, u, v: _jac(x, y) @ np.array([u, v])
-                )
-            ),
+                ),
         ),
         Mistake(
             "Only the first output's cotangent u was used: every output sends gradient "
             "back, so add v·∂f₂/∂x and v·∂f₂/∂y as well.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     case.inputs[3] != 0
                     and _cotangent_is(got, case, lambda x, y, u, v: [u * y, u * x])
-                )
-            ),
+                ),
         ),
         Mistake(
             "Sign error in ∂f₂/∂y: d(exp(x) - y²)/dy = -2y.",
-            detector(
-                lambda got, exp, case: _cotangent_is(
+            lambda got, exp, case: _cotangent_is(
                     got, case, lambda x, y, u, v: [u * y + v * math.exp(x), u * x + 2 * y * v]
-                )
-            ),
+                ),
         ),
         Mistake(
             "The value part should be f(x, y) = (x·y, exp(x) - y²).",
-            detector(lambda got, exp, case: not close(got[0], exp[0])),
+            lambda got, exp, case: not close(got[0], exp[0]),
         ),
     ),
     nudges=(
@@ -164,18 +146,13 @@ VJP = Exercise(
 def _manual_cases(rng):
     cases = []
     for _ in range(5):
-        a, b, c = (_r(rng) for _ in range(3))
+        a, b, c = (draw(rng, -2.0, 2.0) for _ in range(3))
         cases.append(Case(f"random a={a}, b={b}, c={c}", (a, b, c)))
     cases += [
         Case("edge: a = 0 (tanh(a) = 0, only one path survives)", (0.0, 1.5, -0.5)),
         Case("edge: b = c = 0", (0.9, 0.0, 0.0)),
     ]
     return cases
-
-
-def _manual_run(answer, inputs):
-    f, grads = answer(*inputs)
-    return [number(f), [number(g) for g in grads]]
 
 
 def _manual_parts(a, b, c):
@@ -211,23 +188,19 @@ MANUAL = Exercise(
         Mistake(
             "a is used twice (in a·b and in tanh(a)), so its gradient is the *sum* of the "
             "shares arriving along both paths — one of them is missing.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     _grad_a_is(got, case, lambda t, e, b: b * t)
                     or _grad_a_is(got, case, lambda t, e, b: e * (1 - t * t))
-                )
-            ),
+                ),
         ),
         Mistake(
             "d tanh(a)/da = 1 - tanh(a)², not 1 - tanh(a).",
-            detector(
-                lambda got, exp, case: _grad_a_is(got, case, lambda t, e, b: b * t + e * (1 - t))
-            ),
+            lambda got, exp, case: _grad_a_is(got, case, lambda t, e, b: b * t + e * (1 - t)),
         ),
         Mistake(
             "Check df/db and df/dc: the gradient reaching e = a·b + c is tanh(a); "
             "+ passes it on unchanged, · multiplies it by the other factor.",
-            detector(lambda got, exp, case: not close(got[1][1:], exp[1][1:])),
+            lambda got, exp, case: not close(got[1][1:], exp[1][1:]),
         ),
     ),
     nudges=(
@@ -238,26 +211,6 @@ MANUAL = Exercise(
 
 
 # --- 2.4 an iterative topological sort ---------------------------------------------------
-
-
-def build_graph(spec):
-    """Build a ``Value`` graph from ``[(name, [parent names]), ...]``; returns the last node.
-
-    A node with no parents is a leaf, one parent makes ``tanh(parent)``, two make
-    ``parent0 + parent1``. Every node's ``label`` is its name.
-    """
-    nodes = {}
-    for k, (name, parents) in enumerate(spec):
-        ps = [nodes[p] for p in parents]
-        if not ps:
-            node = Value(0.1 * (k % 7) - 0.3)
-        elif len(ps) == 1:
-            node = ps[0].tanh()
-        else:
-            node = ps[0] + ps[1]
-        node.label = name
-        nodes[name] = node
-    return nodes[spec[-1][0]]
 
 
 def _random_dag(rng, n: int, prefix: str = "n"):
@@ -298,15 +251,6 @@ def _topo_cases(rng):
     return cases
 
 
-def _topo_run(answer, inputs):
-    root = build_graph(inputs[0])
-    try:
-        order = answer(root)
-    except RecursionError as exc:
-        return error_result(exc)
-    return [node.label for node in order]
-
-
 def _topo_reference(inputs):
     parents = {name: list(ps) for name, ps in inputs[0]}
     root = inputs[0][-1][0]
@@ -341,43 +285,37 @@ TOPO = Exercise(
         Mistake(
             "RecursionError: a recursive walk is limited to ~1000 nested calls. Keep your "
             "own stack (a list of nodes still to finish) instead of calling yourself.",
-            detector(lambda got, exp, case: is_error(got, "RecursionError")),
+            lambda got, exp, case: is_error(got, "RecursionError"),
         ),
         Mistake(
             "The order is reversed: parents must come *before* the nodes computed from them "
             "(the root comes last). Reverse it, or append a node only after its parents.",
-            detector(lambda got, exp, case: _is_topological(got[::-1], exp)),
+            lambda got, exp, case: _is_topological(got[::-1], exp),
         ),
         Mistake(
             "Every node is there once, but some node comes before one of its parents. A "
             "parent reached along another path may still be waiting lower on the stack: "
             "append a node only when all of its parents are already in the list.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     isinstance(got, list)
                     and sorted(got) == exp["nodes"]
                     and not _is_topological(got, exp)
                     and not _is_topological(got[::-1], exp)
-                )
-            ),
+                ),
         ),
         Mistake(
             "A node appears more than once: keep a `visited` set so a node reached along "
             "two paths is listed only once.",
-            detector(lambda got, exp, case: isinstance(got, list) and len(got) > len(set(got))),
+            lambda got, exp, case: isinstance(got, list) and len(got) > len(set(got)),
         ),
         Mistake(
             "Some nodes are missing: the order must hold every node the root depends on "
             "(and the root itself).",
-            detector(
-                lambda got, exp, case: isinstance(got, list) and not set(exp["nodes"]) <= set(got)
-            ),
+            lambda got, exp, case: isinstance(got, list) and not set(exp["nodes"]) <= set(got),
         ),
         Mistake(
             "The list has nodes the root does not depend on: walk only from root via _prev.",
-            detector(
-                lambda got, exp, case: isinstance(got, list) and not set(got) <= set(exp["nodes"])
-            ),
+            lambda got, exp, case: isinstance(got, list) and not set(got) <= set(exp["nodes"]),
         ),
     ),
     nudges=(

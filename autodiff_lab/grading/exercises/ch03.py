@@ -12,29 +12,23 @@ import math
 
 import numpy as np
 
-from ...value import Value
-from ..spec import Case, Exercise, Mistake
-from ._common import close, detector, error_result, is_error, number
+from ..runners.ch03 import (
+    _driver_run,
+    _fit_run,
+    _leaf_indices,
+    _op_run,
+    _sigmoid_run,
+    build_expression,
+    local_grads,
+)
+from ..spec import Case, Exercise, Mistake, close
+from ._common import draw, is_error
 
 __all__ = ["EXERCISES", "build_expression", "local_grads"]
 
 
-def _r(rng, lo=-3.0, hi=3.0) -> float:
-    return round(float(rng.uniform(lo, hi)), 4)
 
 
-def _close(a, b) -> bool:
-    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
-
-
-def _op_run(answer, inputs):
-    """Call ``answer(*args)``, then its backward closure on ``g``: [out, input grad(s)]."""
-    *args, g = inputs
-    out, backward = answer(*args)
-    grads = backward(g)
-    if isinstance(grads, list | tuple):
-        return [number(out), [number(v) for v in grads]]
-    return [number(out), number(grads)]
 
 
 # --- 3.1 exp ---------------------------------------------------------------------------
@@ -43,7 +37,7 @@ def _op_run(answer, inputs):
 def _exp_cases(rng):
     cases = []
     for _ in range(5):
-        x, g = _r(rng), _r(rng, -2, 2)
+        x, g = draw(rng, -3.0, 3.0), draw(rng, -2, 2)
         cases.append(Case(f"random x={x}, upstream g={g}", (x, g)))
     cases += [
         Case("edge: x = 0, g = 1", (0.0, 1.0)),
@@ -70,28 +64,22 @@ EXP = Exercise(
         Mistake(
             "backward ignores the upstream gradient g: the chain rule multiplies the local "
             "derivative e^x by g.",
-            detector(
-                lambda got, exp, case: (
-                    _close(got[1], math.exp(case.inputs[0])) and not _close(got[1], exp[1])
-                )
-            ),
+            lambda got, exp, case: (
+                    close(got[1], math.exp(case.inputs[0])) and not close(got[1], exp[1])
+                ),
         ),
         Mistake(
             "backward passes g through unchanged: it must multiply by d e^x/dx = e^x.",
-            detector(
-                lambda got, exp, case: _close(got[1], case.inputs[1]) and not _close(got[1], exp[1])
-            ),
+            lambda got, exp, case: close(got[1], case.inputs[1]) and not close(got[1], exp[1]),
         ),
         Mistake(
             "The local derivative of e^x is e^x itself (not x·e^(x-1)).",
-            detector(
-                lambda got, exp, case: (
-                    not _close(got[1], exp[1])
-                    and _close(
+            lambda got, exp, case: (
+                    not close(got[1], exp[1])
+                    and close(
                         got[1], case.inputs[1] * case.inputs[0] * math.exp(case.inputs[0] - 1)
                     )
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -107,7 +95,7 @@ EXP = Exercise(
 def _pow_cases(rng):
     cases = []
     for _ in range(5):
-        a, b, g = _r(rng, 0.2, 3.0), _r(rng, -2.0, 3.0), _r(rng, -2, 2)
+        a, b, g = draw(rng, 0.2, 3.0), draw(rng, -2.0, 3.0), draw(rng, -2, 2)
         cases.append(Case(f"random a={a}, b={b}, g={g}", (a, b, g)))
     cases += [
         Case("edge: a = 1 (log a = 0)", (1.0, 2.5, 1.0)),
@@ -126,8 +114,8 @@ def _pow_reference(inputs):
 def _pow_grads_are(got, case, da=None, db=None) -> bool:
     a, b, g = case.inputs
     exp = _pow_reference(case.inputs)[1]
-    check_a = da is None or _close(got[1][0], da(a, b, g))
-    check_b = db is None or _close(got[1][1], db(a, b, g))
+    check_a = da is None or close(got[1][0], da(a, b, g))
+    check_b = db is None or close(got[1][1], db(a, b, g))
     return check_a and check_b and not close(got[1], exp)
 
 
@@ -143,34 +131,28 @@ POW = Exercise(
         Mistake(
             "The exponent's gradient is missing log(a): d(a^b)/db = a^b · ln(a) "
             "(write a^b = e^(b ln a)).",
-            detector(lambda got, exp, case: _pow_grads_are(got, case, db=lambda a, b, g: g * a**b)),
+            lambda got, exp, case: _pow_grads_are(got, case, db=lambda a, b, g: g * a**b),
         ),
         Mistake(
             "The exponent's gradient used the power rule; that rule is for the base. For the "
             "exponent, d(a^b)/db = a^b · ln(a).",
-            detector(
-                lambda got, exp, case: _pow_grads_are(
+            lambda got, exp, case: _pow_grads_are(
                     got, case, db=lambda a, b, g: g * b * a ** (b - 1)
-                )
-            ),
+                ),
         ),
         Mistake(
             "The base's gradient lost the factor b: d(a^b)/da = b · a^(b-1).",
-            detector(
-                lambda got, exp, case: _pow_grads_are(
+            lambda got, exp, case: _pow_grads_are(
                     got, case, da=lambda a, b, g: g * a ** (b - 1)
-                )
-            ),
+                ),
         ),
         Mistake(
             "The base's gradient should lower the power by one: b · a^(b-1), not b · a^b.",
-            detector(
-                lambda got, exp, case: _pow_grads_are(got, case, da=lambda a, b, g: g * b * a**b)
-            ),
+            lambda got, exp, case: _pow_grads_are(got, case, da=lambda a, b, g: g * b * a**b),
         ),
         Mistake(
             "backward must return two gradients, (grad for a, grad for b), each times g.",
-            detector(lambda got, exp, case: not isinstance(got[1], list | tuple)),
+            lambda got, exp, case: not isinstance(got[1], list | tuple),
         ),
     ),
     nudges=(
@@ -193,7 +175,7 @@ def _sigmoid(x: float) -> float:
 def _sigmoid_cases(rng):
     cases = []
     for _ in range(5):
-        x, g = _r(rng, -6, 6), _r(rng, -2, 2)
+        x, g = draw(rng, -6, 6), draw(rng, -2, 2)
         cases.append(Case(f"random x={x}, g={g}", (x, g)))
     cases += [
         Case("edge: x = 0 (s = 1/2)", (0.0, 1.0)),
@@ -201,13 +183,6 @@ def _sigmoid_cases(rng):
         Case("edge: x = -800 (e^-x overflows)", (-800.0, 1.0), points=2.0),
     ]
     return cases
-
-
-def _sigmoid_run(answer, inputs):
-    try:
-        return _op_run(answer, inputs)
-    except OverflowError as exc:
-        return error_result(exc)
 
 
 def _sigmoid_reference(inputs):
@@ -219,7 +194,7 @@ def _sigmoid_reference(inputs):
 def _sigmoid_grad_is(got, case, make) -> bool:
     x, g = case.inputs
     s = _sigmoid(x)
-    return _close(got[1], make(x, s, g)) and not _close(got[1], g * s * (1 - s))
+    return close(got[1], make(x, s, g)) and not close(got[1], g * s * (1 - s))
 
 
 SIGMOID = Exercise(
@@ -234,29 +209,23 @@ SIGMOID = Exercise(
         Mistake(
             "OverflowError: for very negative x, e^-x is too big for a float. For x < 0 "
             "use the equal form e^x / (1 + e^x), whose e^x cannot overflow.",
-            detector(lambda got, exp, case: is_error(got, "OverflowError")),
+            lambda got, exp, case: is_error(got, "OverflowError"),
         ),
         Mistake(
             "The local derivative uses the input x; it should use the output s: dσ/dx = s·(1 - s).",
-            detector(
-                lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: g * x * (1 - x))
-            ),
+            lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: g * x * (1 - x)),
         ),
         Mistake(
             "Half of the derivative is missing: dσ/dx = s·(1 - s), not s.",
-            detector(lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: g * s)),
+            lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: g * s),
         ),
         Mistake(
             "Sign error: dσ/dx = s·(1 - s), which is never negative.",
-            detector(
-                lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: -g * s * (1 - s))
-            ),
+            lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: -g * s * (1 - s)),
         ),
         Mistake(
             "backward ignores the upstream gradient g: multiply s·(1 - s) by g.",
-            detector(
-                lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: s * (1 - s))
-            ),
+            lambda got, exp, case: _sigmoid_grad_is(got, case, lambda x, s, g: s * (1 - s)),
         ),
     ),
     nudges=(
@@ -267,45 +236,6 @@ SIGMOID = Exercise(
 
 
 # --- 3.4 fix the backward driver ------------------------------------------------------
-
-
-def local_grads(node) -> tuple[float, ...]:
-    """∂node/∂parent for each parent in ``node._prev`` (for +, *, tanh and exp nodes).
-
-    A leaf has no parents, so it gets the empty tuple.
-    """
-    op, parents = node._op, node._prev
-    if not parents:
-        return ()
-    if op == "+":
-        return (1.0, 1.0)
-    if op == "*":
-        return (parents[1].data, parents[0].data)
-    if op == "tanh":
-        return (1.0 - node.data**2,)
-    if op == "exp":
-        return (node.data,)
-    raise ValueError(f"local_grads: no rule for op {op!r} (known: +, *, tanh, exp)")
-
-
-def build_expression(spec):
-    """Build ``Value`` nodes from ``[("leaf", x) | (op, i) | (op, i, j), ...]``.
-
-    ``i, j`` index earlier entries; ops are "+", "*", "tanh", "exp". Returns all nodes;
-    the last one is the root.
-    """
-    nodes = []
-    for k, (op, *args) in enumerate(spec):
-        if op == "leaf":
-            node = Value(args[0], label=f"x{k}")
-        elif op == "+":
-            node = nodes[args[0]] + nodes[args[1]]
-        elif op == "*":
-            node = nodes[args[0]] * nodes[args[1]]
-        else:
-            node = getattr(nodes[args[0]], op)()
-        nodes.append(node)
-    return nodes
 
 
 def _forward_mode(spec, seed_leaf: int) -> float:
@@ -331,7 +261,7 @@ def _forward_mode(spec, seed_leaf: int) -> float:
 
 
 def _random_expression(rng, n_leaves: int, n_ops: int):
-    spec = [("leaf", _r(rng, -1.0, 1.0)) for _ in range(n_leaves)]
+    spec = [("leaf", draw(rng, -1.0, 1.0)) for _ in range(n_leaves)]
     for _ in range(n_ops):
         k = len(spec)
         op = str(rng.choice(["+", "*", "*", "tanh", "exp"], p=[0.3, 0.3, 0.1, 0.2, 0.1]))
@@ -357,17 +287,6 @@ def _driver_cases(rng):
         Case("edge: the root is a leaf", ([("leaf", 2.0)],)),
     ]
     return cases
-
-
-def _leaf_indices(spec) -> list[int]:
-    return [k for k, (op, *_) in enumerate(spec) if op == "leaf"]
-
-
-def _driver_run(answer, inputs):
-    spec = inputs[0]
-    nodes = build_expression(spec)
-    answer(nodes[-1], local_grads)
-    return [number(nodes[k].grad) for k in _leaf_indices(spec)]
 
 
 def _driver_reference(inputs):
@@ -427,7 +346,7 @@ def _forward_order_result(spec) -> list[float]:
 def _only_shared_wrong(got, exp, case) -> bool:
     spec = case.inputs[0]
     leaves, shared = _leaf_indices(spec), _shared_leaves(spec)
-    wrong = {leaf for leaf, g, e in zip(leaves, got, exp, strict=True) if not _close(g, e)}
+    wrong = {leaf for leaf, g, e in zip(leaves, got, exp, strict=True) if not close(g, e)}
     return bool(wrong) and wrong <= shared
 
 
@@ -444,25 +363,21 @@ DRIVER = Exercise(
         Mistake(
             "All gradients are 0: seed the walk with root.grad = 1.0 (d root / d root), and "
             "walk from the root backwards.",
-            detector(
-                lambda got, exp, case: all(g == 0 for g in got) and not all(e == 0 for e in exp)
-            ),
+            lambda got, exp, case: all(g == 0 for g in got) and not all(e == 0 for e in exp),
         ),
         Mistake(
             "Only the root's own inputs got a gradient: walk the nodes in *reversed* "
             "topological order (root first), so a node's gradient is complete before it is "
             "passed on to its parents.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     close(got, _forward_order_result(case.inputs[0])) and not close(got, exp)
-                )
-            ),
+                ),
         ),
         Mistake(
             "Only nodes used more than once get wrong gradients: a node that feeds several "
             "others receives one share from each, and the shares must add up "
             "(`parent.grad += ...`, not `=`).",
-            detector(_only_shared_wrong),
+            _only_shared_wrong,
         ),
     ),
     nudges=(
@@ -480,8 +395,8 @@ def _fit_cases(rng):
     cases = []
     for _ in range(3):
         n = int(rng.integers(4, 9))
-        w_true, b_true = _r(rng, -2, 2), _r(rng, -1, 1)
-        xs = [_r(rng, -1.5, 1.5) for _ in range(n)]
+        w_true, b_true = draw(rng, -2, 2), draw(rng, -1, 1)
+        xs = [draw(rng, -1.5, 1.5) for _ in range(n)]
         ys = [round(w_true * x + b_true + 0.1 * float(rng.normal()), 4) for x in xs]
         lr, steps = round(float(rng.uniform(0.05, 0.2)), 3), int(rng.integers(15, 40))
         cases.append(Case(f"random line, {n} points, lr={lr}, {steps} steps", (xs, ys, lr, steps)))
@@ -490,11 +405,6 @@ def _fit_cases(rng):
         Case("edge: 0 steps leaves (0, 0)", ([1.0, 2.0], [1.0, 2.0], 0.1, 0)),
     ]
     return cases
-
-
-def _fit_run(answer, inputs):
-    w, b = answer(*inputs)
-    return [number(w), number(b)]
 
 
 def _gradient_descent(xs, ys, lr, steps, *, accumulate=False, mean=True):
@@ -529,15 +439,11 @@ FIT = Exercise(
         Mistake(
             "Gradients add up across backward() calls: each step used the sum of all the "
             "gradients so far. Set w.grad = b.grad = 0 (zero_grad) before every backward().",
-            detector(
-                lambda got, exp, case: close(got, _gradient_descent(*case.inputs, accumulate=True))
-            ),
+            lambda got, exp, case: close(got, _gradient_descent(*case.inputs, accumulate=True)),
         ),
         Mistake(
             "The loss should be the *mean* squared error: divide the sum by the number of points.",
-            detector(
-                lambda got, exp, case: close(got, _gradient_descent(*case.inputs, mean=False))
-            ),
+            lambda got, exp, case: close(got, _gradient_descent(*case.inputs, mean=False)),
         ),
     ),
     nudges=(

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec import Case, Exercise, Mistake
-from ._common import as_array, close, detector, error_result, finite, is_error
+from ..runners.ch04 import (
+    GRADCHECK_FUNCTIONS,
+    _gradcheck_run,
+    _logsm_run,
+    _matmul_run,
+    _softmax_run,
+    _unbroadcast_run,
+)
+from ..spec import Case, Exercise, Mistake, close
+from ._common import draw, finite, is_error
 
 __all__ = ["EXERCISES", "GRADCHECK_FUNCTIONS"]
 
 
-def _array(rng, shape, lo=-2.0, hi=2.0) -> np.ndarray:
-    return np.round(rng.uniform(lo, hi, size=shape), 4)
 
 
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
@@ -36,19 +42,14 @@ def _unbroadcast_cases(rng):
     cases = []
     for i in picks:
         shape, big = _SHAPE_PAIRS[int(i)]
-        cases.append(Case(f"random grad {big} back to {shape}", (_array(rng, big), shape)))
+        cases.append(Case(f"random grad {big} back to {shape}", (draw(rng, -2.0, 2.0, big), shape)))
     cases += [
-        Case("edge: shapes already equal", (_array(rng, (2, 3)), (2, 3))),
-        Case("edge: size-1 axis in the middle", (_array(rng, (2, 4, 3)), (2, 1, 3))),
-        Case("edge: a scalar, broadcast to (3, 2)", (_array(rng, (3, 2)), ())),
-        Case("edge: new leading axes and a size-1 axis", (_array(rng, (2, 3, 4, 5)), (4, 1))),
+        Case("edge: shapes already equal", (draw(rng, -2.0, 2.0, (2, 3)), (2, 3))),
+        Case("edge: size-1 axis in the middle", (draw(rng, -2.0, 2.0, (2, 4, 3)), (2, 1, 3))),
+        Case("edge: a scalar, broadcast to (3, 2)", (draw(rng, -2.0, 2.0, (3, 2)), ())),
+        Case("edge: new leading axes and a size-1 axis", (draw(rng, -2.0, 2.0, (2, 3, 4, 5)), (4, 1))),
     ]
     return cases
-
-
-def _unbroadcast_run(answer, inputs):
-    grad, shape = inputs
-    return as_array(answer(grad, tuple(shape)))
 
 
 def _unbroadcast_reference(inputs):
@@ -80,28 +81,23 @@ UNBROADCAST = Exercise(
         Mistake(
             "Broadcasting *copies* an entry, so the copies' gradients must be added up: use "
             "sum, not mean.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     close(got * _count(*case.inputs), exp) and not close(got, exp)
-                )
-            ),
+                ),
         ),
         Mistake(
             "The values are right but the shape is not: keep the size-1 axes of `shape` "
             "(sum them with keepdims=True) so the result has exactly the input's shape.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     got.shape != exp.shape
                     and got.size == exp.size
                     and close(got.reshape(exp.shape), exp)
-                )
-            ),
+                ),
         ),
         Mistake(
             "Only the new leading axes were summed. An axis where the input had size 1 was "
             "stretched too: sum it as well (keepdims=True).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     got.shape != exp.shape
                     and any(s == 1 for s in case.inputs[1])
                     and close(
@@ -110,8 +106,7 @@ UNBROADCAST = Exercise(
                             axis=tuple(range(np.ndim(case.inputs[0]) - len(case.inputs[1])))
                         ),
                     )
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -131,33 +126,24 @@ def _matmul_cases(rng):
         cases.append(
             Case(
                 f"random A {n}×{k}, B {k}×{m}",
-                (_array(rng, (n, k)), _array(rng, (k, m)), _array(rng, (n, m))),
+                (draw(rng, -2.0, 2.0, (n, k)), draw(rng, -2.0, 2.0, (k, m)), draw(rng, -2.0, 2.0, (n, m))),
             )
         )
     cases += [
         Case(
             "edge: square 3×3 matrices",
-            (_array(rng, (3, 3)), _array(rng, (3, 3)), _array(rng, (3, 3))),
+            (draw(rng, -2.0, 2.0, (3, 3)), draw(rng, -2.0, 2.0, (3, 3)), draw(rng, -2.0, 2.0, (3, 3))),
         ),
         Case(
             "edge: a row times a column (1×4 @ 4×1)",
-            (_array(rng, (1, 4)), _array(rng, (4, 1)), _array(rng, (1, 1))),
+            (draw(rng, -2.0, 2.0, (1, 4)), draw(rng, -2.0, 2.0, (4, 1)), draw(rng, -2.0, 2.0, (1, 1))),
         ),
         Case(
             "edge: upstream gradient of ones",
-            (_array(rng, (2, 3)), _array(rng, (3, 4)), np.ones((2, 4))),
+            (draw(rng, -2.0, 2.0, (2, 3)), draw(rng, -2.0, 2.0, (3, 4)), np.ones((2, 4))),
         ),
     ]
     return cases
-
-
-def _matmul_run(answer, inputs):
-    a, b, g = inputs
-    try:
-        grad_a, grad_b = answer(a, b, g)
-    except ValueError as exc:  # numpy's "matmul: mismatch in its core dimension"
-        return error_result(exc)
-    return [as_array(grad_a), as_array(grad_b)]
 
 
 def _matmul_reference(inputs):
@@ -186,26 +172,24 @@ MATMUL = Exercise(
             "The shapes do not fit (ValueError). Let the shapes guide you: dA must be n×k "
             "like A, dB k×m like B, and G is n×m. Which arrangement of G with B (or with A), "
             "transposed or not, gives those shapes?",
-            detector(lambda got, exp, case: is_error(got, "ValueError")),
+            lambda got, exp, case: is_error(got, "ValueError"),
         ),
         Mistake(
             "dA needs B *transposed*: dA = G @ Bᵀ (row i of dA pairs row i of G with the "
             "rows of B).",
-            detector(lambda got, exp, case: _matmul_has(got, case, 0, lambda a, b, g: g @ b)),
+            lambda got, exp, case: _matmul_has(got, case, 0, lambda a, b, g: g @ b),
         ),
         Mistake(
             "dB needs A *transposed*: dB = Aᵀ @ G.",
-            detector(lambda got, exp, case: _matmul_has(got, case, 1, lambda a, b, g: a @ g)),
+            lambda got, exp, case: _matmul_has(got, case, 1, lambda a, b, g: a @ g),
         ),
         Mistake(
             "The factors are in the wrong order: dA = G @ Bᵀ (G first) and dB = Aᵀ @ G "
             "(G last) — matrix products do not commute.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     _matmul_has(got, case, 0, lambda a, b, g: b.T @ g)
                     or _matmul_has(got, case, 1, lambda a, b, g: g @ a.T)
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -220,10 +204,10 @@ MATMUL = Exercise(
 
 def _softmax_cases(rng):
     cases = [
-        Case("random 1-D, axis -1", (_array(rng, (5,), -3, 3), -1)),
-        Case("random 3×4, axis 1", (_array(rng, (3, 4), -3, 3), 1)),
-        Case("random 3×4, axis 0", (_array(rng, (3, 4), -3, 3), 0)),
-        Case("random 2×3×4, axis -1", (_array(rng, (2, 3, 4), -3, 3), -1)),
+        Case("random 1-D, axis -1", (draw(rng, -3, 3, (5,)), -1)),
+        Case("random 3×4, axis 1", (draw(rng, -3, 3, (3, 4)), 1)),
+        Case("random 3×4, axis 0", (draw(rng, -3, 3, (3, 4)), 0)),
+        Case("random 2×3×4, axis -1", (draw(rng, -3, 3, (2, 3, 4)), -1)),
     ]
     cases += [
         Case("edge: huge logits (1000, 1001, 1002)", (np.array([1000.0, 1001.0, 1002.0]), -1)),
@@ -231,12 +215,6 @@ def _softmax_cases(rng):
         Case("edge: all equal", (np.zeros((2, 3)), -1)),
     ]
     return cases
-
-
-def _softmax_run(answer, inputs):
-    x, axis = inputs
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return as_array(answer(x, axis))
 
 
 def _softmax_reference(inputs):
@@ -256,26 +234,22 @@ SOFTMAX = Exercise(
         Mistake(
             "Overflow: exp(1000) is inf, and inf/inf is NaN. Softmax does not change when "
             "you subtract a constant from every entry: subtract the max along the axis first.",
-            detector(lambda got, exp, case: not finite(got)),
+            lambda got, exp, case: not finite(got),
         ),
         Mistake(
             "Normalised along the wrong axis: the entries should sum to 1 along `axis`.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     np.ndim(case.inputs[0]) > 1
                     and any(
                         close(got, _softmax(np.asarray(case.inputs[0]), ax))
                         for ax in range(np.ndim(case.inputs[0]))
                     )
-                )
-            ),
+                ),
         ),
         Mistake(
             "The whole array sums to 1: normalise each slice along `axis` separately "
             "(sum with axis=axis, keepdims=True).",
-            detector(
-                lambda got, exp, case: np.ndim(case.inputs[0]) > 1 and np.isclose(np.sum(got), 1.0)
-            ),
+            lambda got, exp, case: np.ndim(case.inputs[0]) > 1 and np.isclose(np.sum(got), 1.0),
         ),
     ),
     nudges=(
@@ -290,26 +264,20 @@ SOFTMAX = Exercise(
 
 def _logsm_cases(rng):
     cases = [
-        Case("random 1-D", (_array(rng, (4,)), _array(rng, (4,)), -1)),
-        Case("random 3×5, axis -1", (_array(rng, (3, 5)), _array(rng, (3, 5)), -1)),
-        Case("random 4×3, axis 0", (_array(rng, (4, 3)), _array(rng, (4, 3)), 0)),
+        Case("random 1-D", (draw(rng, -2.0, 2.0, (4,)), draw(rng, -2.0, 2.0, (4,)), -1)),
+        Case("random 3×5, axis -1", (draw(rng, -2.0, 2.0, (3, 5)), draw(rng, -2.0, 2.0, (3, 5)), -1)),
+        Case("random 4×3, axis 0", (draw(rng, -2.0, 2.0, (4, 3)), draw(rng, -2.0, 2.0, (4, 3)), 0)),
     ]
     one_hot = np.zeros((2, 3))
     one_hot[0, 1] = one_hot[1, 2] = -1.0
     cases += [
-        Case("edge: g = -one_hot (the cross-entropy case)", (_array(rng, (2, 3)), one_hot, -1)),
+        Case("edge: g = -one_hot (the cross-entropy case)", (draw(rng, -2.0, 2.0, (2, 3)), one_hot, -1)),
         Case(
             "edge: large logits",
             (np.array([[500.0, 501.0, 499.0]]), np.array([[1.0, 2.0, -1.0]]), 1),
         ),
     ]
     return cases
-
-
-def _logsm_run(answer, inputs):
-    x, g, axis = inputs
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        return as_array(answer(x, g, axis))
 
 
 def _logsm_reference(inputs):
@@ -340,39 +308,35 @@ LOGSOFTMAX = Exercise(
         Mistake(
             "That is g - softmax(x): it assumes the upstream gradients sum to 1. Every output "
             "depends on every input, so subtract softmax(x) · Σ g (sum along the axis).",
-            detector(lambda got, exp, case: _logsm_is(got, case, lambda x, g, s, ax: g - s)),
+            lambda got, exp, case: _logsm_is(got, case, lambda x, g, s, ax: g - s),
         ),
         Mistake(
             "That is g - softmax·g (entry by entry). Output i depends on every x_j through "
             "the log-sum-exp: subtract softmax(x) · Σ_i g_i.",
-            detector(lambda got, exp, case: _logsm_is(got, case, lambda x, g, s, ax: g - s * g)),
+            lambda got, exp, case: _logsm_is(got, case, lambda x, g, s, ax: g - s * g),
         ),
         Mistake(
             "That is the backward of softmax, s·(g - Σ g·s). For log_softmax it is "
             "g - softmax(x)·Σ g.",
-            detector(
-                lambda got, exp, case: _logsm_is(
+            lambda got, exp, case: _logsm_is(
                     got, case, lambda x, g, s, ax: s * (g - (g * s).sum(axis=ax, keepdims=True))
-                )
-            ),
+                ),
         ),
         Mistake(
             "The sign is flipped: log_softmax(x) = x - logsumexp(x), so the gradient is "
             "g - softmax(x)·Σ g.",
-            detector(lambda got, exp, case: close(-got, exp) and not close(got, exp)),
+            lambda got, exp, case: close(-got, exp) and not close(got, exp),
         ),
         Mistake(
             "The sum of g is taken along the wrong axis: use axis=axis, keepdims=True.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     np.ndim(case.inputs[0]) > 1
                     and _logsm_is(
                         got,
                         case,
                         lambda x, g, s, ax: g - s * g.sum(axis=1 - (ax % 2), keepdims=True),
                     )
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -384,24 +348,17 @@ LOGSOFTMAX = Exercise(
 
 # --- 4.5 a numerical gradient for gradient checks ----------------------------------------
 
-GRADCHECK_FUNCTIONS = {
-    "sum(x**3)": lambda x: float(np.sum(x**3)),
-    "log(sum(exp(x)))": lambda x: float(np.log(np.sum(np.exp(x)))),
-    "sum(sin(x) * x[::-1])": lambda x: float(np.sum(np.sin(x) * x[::-1])),
-    "sum(tanh(x @ x.T))": lambda x: float(np.sum(np.tanh(x @ x.T))),
-}
-
 
 def _gradcheck_cases(rng):
     cases = [
-        Case("random 1-D, f = sum(x**3)", ("sum(x**3)", _array(rng, (4,)), 1e-4)),
-        Case("random 1-D, f = log(sum(exp(x)))", ("log(sum(exp(x)))", _array(rng, (5,)), 1e-4)),
+        Case("random 1-D, f = sum(x**3)", ("sum(x**3)", draw(rng, -2.0, 2.0, (4,)), 1e-4)),
+        Case("random 1-D, f = log(sum(exp(x)))", ("log(sum(exp(x)))", draw(rng, -2.0, 2.0, (5,)), 1e-4)),
         Case(
-            "random 2×3, f = sum(tanh(x @ x.T))", ("sum(tanh(x @ x.T))", _array(rng, (2, 3)), 1e-4)
+            "random 2×3, f = sum(tanh(x @ x.T))", ("sum(tanh(x @ x.T))", draw(rng, -2.0, 2.0, (2, 3)), 1e-4)
         ),
         Case(
             "random 3-D, f = sum(sin(x) * x[::-1])",
-            ("sum(sin(x) * x[::-1])", _array(rng, (2, 2, 2)), 1e-4),
+            ("sum(sin(x) * x[::-1])", draw(rng, -2.0, 2.0, (2, 2, 2)), 1e-4),
         ),
     ]
     cases += [
@@ -409,16 +366,6 @@ def _gradcheck_cases(rng):
         Case("edge: a large step h = 0.1", ("sum(x**3)", np.array([1.0, -2.0, 0.5]), 0.1)),
     ]
     return cases
-
-
-def _gradcheck_run(answer, inputs):
-    name, x, h = inputs
-    x = np.array(x, dtype=np.float64)
-    before = x.copy()
-    grad = as_array(answer(GRADCHECK_FUNCTIONS[name], x, h))
-    if not np.array_equal(x, before):
-        return {"error": "changed x", "message": "x is not the same after the call"}
-    return grad
 
 
 def _central_differences(name, x, h, *, kind="central", restore=True):
@@ -458,29 +405,25 @@ NUMERICAL_GRADIENT = Exercise(
         Mistake(
             "That is the forward difference (f(x+h) - f(x)) / h, whose error shrinks only "
             "like h. The central difference (f(x+h) - f(x-h)) / 2h is accurate to h².",
-            detector(
-                lambda got, exp, case: close(
+            lambda got, exp, case: close(
                     got, _central_differences(*case.inputs, kind="forward"), rtol=1e-9
-                )
-            ),
+                ),
         ),
         Mistake(
             "The two points are 2h apart: divide the difference by 2h, not h.",
-            detector(lambda got, exp, case: close(got, 2 * exp) and not close(got, exp)),
+            lambda got, exp, case: close(got, 2 * exp) and not close(got, exp),
         ),
         Mistake(
             "Each entry must go back to its old value before the next one is nudged "
             "(otherwise later entries are evaluated at a shifted x).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     close(got, _central_differences(*case.inputs, restore=False), rtol=1e-9)
                     and not close(got, exp)
-                )
-            ),
+                ),
         ),
         Mistake(
             "x changed: nudge a copy, or put every entry back when you are done with it.",
-            detector(lambda got, exp, case: is_error(got, "changed x")),
+            lambda got, exp, case: is_error(got, "changed x"),
         ),
     ),
     nudges=(

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..spec import Case, Exercise, Mistake
-from ._common import as_array, close, detector, finite, number
+from ..runners.ch05 import _accuracy_run, _ce_run, _linear_run, _momentum_run, _train_run
+from ..spec import Case, Exercise, Mistake, close
+from ._common import draw, finite
 
 __all__ = ["EXERCISES"]
 
 
-def _array(rng, shape, lo=-2.0, hi=2.0) -> np.ndarray:
-    return np.round(rng.uniform(lo, hi, size=shape), 4)
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:
@@ -26,7 +25,7 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
 def _accuracy_cases(rng):
     cases = []
     for n, c in [(6, 3), (10, 4), (5, 5)]:
-        logits = _array(rng, (n, c), -3, 3)
+        logits = draw(rng, -3, 3, (n, c))
         targets = rng.integers(0, c, size=n)
         hits = rng.random(n) < 0.6  # make ~60 % of the rows right
         targets[hits] = logits[hits].argmax(axis=1)
@@ -37,11 +36,6 @@ def _accuracy_cases(rng):
         Case("edge: one example", (np.array([[0.1, 0.7, 0.2]]), np.array([1]))),
     ]
     return cases
-
-
-def _accuracy_run(answer, inputs):
-    logits, targets = inputs
-    return number(answer(logits, targets))
 
 
 def _accuracy_reference(inputs):
@@ -63,19 +57,16 @@ ACCURACY = Exercise(
         Mistake(
             "That is a count of correct rows: divide by the number of examples to get a "
             "fraction between 0 and 1.",
-            detector(
-                lambda got, exp, case: np.isclose(got, exp * len(case.inputs[1])) and exp != 0
-            ),
+            lambda got, exp, case: np.isclose(got, exp * len(case.inputs[1])) and exp != 0,
         ),
         Mistake(
             "That looks like a percentage: return a fraction between 0 and 1.",
-            detector(lambda got, exp, case: np.isclose(got, 100 * exp) and exp != 0),
+            lambda got, exp, case: np.isclose(got, 100 * exp) and exp != 0,
         ),
         Mistake(
             "The argmax must run along the classes (axis=1, one prediction per row), "
             "not down the batch (axis=0).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     not np.isclose(got, exp)
                     and np.isclose(
                         got,
@@ -84,8 +75,7 @@ ACCURACY = Exercise(
                             == case.inputs[1][: case.inputs[0].shape[1]]
                         ),
                     )
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -101,7 +91,7 @@ ACCURACY = Exercise(
 def _ce_cases(rng):
     cases = []
     for n, c in [(4, 3), (6, 5), (3, 2)]:
-        logits = _array(rng, (n, c), -3, 3)
+        logits = draw(rng, -3, 3, (n, c))
         cases.append(
             Case(f"random batch of {n}, {c} classes", (logits, rng.integers(0, c, size=n)))
         )
@@ -114,13 +104,6 @@ def _ce_cases(rng):
         Case("edge: one example, all logits equal", (np.zeros((1, 4)), np.array([3]))),
     ]
     return cases
-
-
-def _ce_run(answer, inputs):
-    logits, targets = inputs
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        loss, grad = answer(logits, targets)
-    return [number(loss), as_array(grad)]
 
 
 def _ce_reference(inputs):
@@ -151,26 +134,24 @@ CROSS_ENTROPY = Exercise(
         Mistake(
             "inf or NaN for large logits: compute log-softmax with the log-sum-exp trick "
             "(subtract each row's max before exp).",
-            detector(lambda got, exp, case: not (finite(got[0]) and finite(got[1]))),
+            lambda got, exp, case: not (finite(got[0]) and finite(got[1])),
         ),
         Mistake(
             "The loss is a *mean* over the batch, so its gradient carries a factor 1/N: "
             "(softmax - one_hot) / N.",
-            detector(lambda got, exp, case: _ce_grad_is(got, case, len(case.inputs[1]))),
+            lambda got, exp, case: _ce_grad_is(got, case, len(case.inputs[1])),
         ),
         Mistake(
             "The gradient has the wrong sign: d loss/d logits = softmax - one_hot "
             "(it pushes the target logit *up* when you step against it).",
-            detector(lambda got, exp, case: _ce_grad_is(got, case, -1.0)),
+            lambda got, exp, case: _ce_grad_is(got, case, -1.0),
         ),
         Mistake(
             "The loss is the mean, not the sum, of the per-example losses.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     np.isclose(got[0], exp[0] * len(case.inputs[1]))
                     and not np.isclose(got[0], exp[0])
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -187,11 +168,11 @@ def _momentum_cases(rng):
     cases = []
     for k, (shape, steps) in enumerate([((3,), 4), ((2, 3), 3), ((4,), 6)]):
         lr, mu = round(float(rng.uniform(0.01, 0.3)), 3), round(float(rng.uniform(0.5, 0.95)), 2)
-        grads = [_array(rng, shape) for _ in range(steps)]
+        grads = [draw(rng, -2.0, 2.0, shape) for _ in range(steps)]
         cases.append(
             Case(
                 f"random {shape} parameter, {steps} steps, lr={lr}, momentum={mu}",
-                (_array(rng, shape), grads, lr, mu),
+                (draw(rng, -2.0, 2.0, shape), grads, lr, mu),
             )
         )
         del k
@@ -207,16 +188,6 @@ def _momentum_cases(rng):
         ),
     ]
     return cases
-
-
-def _momentum_run(answer, inputs):
-    param, grads, lr, mu = inputs
-    param = np.array(param, dtype=float)
-    velocity = np.zeros_like(param)
-    for grad in grads:
-        param, velocity = answer(param, np.array(grad, dtype=float), velocity, lr, mu)
-        param, velocity = as_array(param), as_array(velocity)
-    return [param, velocity]
 
 
 def _momentum_reference(inputs, *, variant: str = "pytorch"):
@@ -260,28 +231,24 @@ MOMENTUM = Exercise(
         Mistake(
             "The update ignores the velocity: that is plain SGD. Update the velocity first "
             "(v = momentum·v + grad) and step along it.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     close(got[0], _momentum_reference(case.inputs, variant="no momentum")[0])
                     and not close(got[0], exp[0])
-                )
-            ),
+                ),
         ),
         Mistake(
             "The step used the *old* velocity: update v first, then take param - lr·v "
             "with the new v.",
-            detector(lambda got, exp, case: _momentum_is(got, case, "old velocity")),
+            lambda got, exp, case: _momentum_is(got, case, "old velocity"),
         ),
         Mistake(
             "The parameters are right, but the velocity is stored in the other convention "
             "(v = μv - lr·g). Use PyTorch's: v = μv + g, then param - lr·v.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     close(got[0], exp[0])
                     and close(got[1], -case.inputs[2] * exp[1])
                     and not close(got[1], exp[1])
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -300,29 +267,20 @@ def _linear_cases(rng):
         cases.append(
             Case(
                 f"random batch {n}, {i} → {o}",
-                (_array(rng, (n, i)), _array(rng, (i, o)), _array(rng, (o,)), _array(rng, (n, o))),
+                (draw(rng, -2.0, 2.0, (n, i)), draw(rng, -2.0, 2.0, (i, o)), draw(rng, -2.0, 2.0, (o,)), draw(rng, -2.0, 2.0, (n, o))),
             )
         )
     cases += [
         Case(
             "edge: batch of one",
-            (_array(rng, (1, 3)), _array(rng, (3, 2)), _array(rng, (2,)), _array(rng, (1, 2))),
+            (draw(rng, -2.0, 2.0, (1, 3)), draw(rng, -2.0, 2.0, (3, 2)), draw(rng, -2.0, 2.0, (2,)), draw(rng, -2.0, 2.0, (1, 2))),
         ),
         Case(
             "edge: upstream gradient of ones",
-            (_array(rng, (3, 2)), _array(rng, (2, 2)), np.zeros(2), np.ones((3, 2))),
+            (draw(rng, -2.0, 2.0, (3, 2)), draw(rng, -2.0, 2.0, (2, 2)), np.zeros(2), np.ones((3, 2))),
         ),
     ]
     return cases
-
-
-def _linear_run(answer, inputs):
-    x, w, b, g = inputs
-    try:
-        y, dx, dw, db = answer(x, w, b, g)
-    except ValueError as exc:  # a shape mismatch inside a matmul
-        return {"error": "ValueError", "message": str(exc)[:200]}
-    return [as_array(y), as_array(dx), as_array(dw), as_array(db)]
 
 
 def _linear_reference(inputs):
@@ -355,32 +313,24 @@ LINEAR = Exercise(
         Mistake(
             "The bias is added to every row, so its gradient *sums* G over the batch: "
             "db = G.sum(axis=0) (not the mean).",
-            detector(
-                lambda got, exp, case: _linear_part_is(got, case, 3, lambda x, w, b, g: g.mean(0))
-            ),
+            lambda got, exp, case: _linear_part_is(got, case, 3, lambda x, w, b, g: g.mean(0)),
         ),
         Mistake(
             "db must have b's shape (out,): sum G over the batch axis (axis=0).",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     not isinstance(got, dict) and np.shape(got[3]) != np.shape(exp[3])
-                )
-            ),
+                ),
         ),
         Mistake(
             "A matmul's shapes do not fit (ValueError). Each gradient has the shape of what it "
             "is the gradient of: dX like X (N×in), dW like W (in×out); G is N×out.",
-            detector(
-                lambda got, exp, case: isinstance(got, dict) and got.get("error") == "ValueError"
-            ),
+            lambda got, exp, case: isinstance(got, dict) and got.get("error") == "ValueError",
         ),
         Mistake(
             "dW = Xᵀ @ G sums over the batch already; do not divide it by the batch size.",
-            detector(
-                lambda got, exp, case: _linear_part_is(
+            lambda got, exp, case: _linear_part_is(
                     got, case, 2, lambda x, w, b, g: x.T @ g / len(x)
-                )
-            ),
+                ),
         ),
     ),
     nudges=(
@@ -396,8 +346,8 @@ LINEAR = Exercise(
 def _train_cases(rng):
     cases = []
     for n, d, batch, epochs in [(12, 2, 4, 3), (10, 3, 3, 4), (9, 1, 2, 2)]:
-        x = _array(rng, (n, d), -1.5, 1.5)
-        y = np.round(x @ _array(rng, (d,)) + 0.5 + 0.1 * rng.normal(size=n), 4)
+        x = draw(rng, -1.5, 1.5, (n, d))
+        y = np.round(x @ draw(rng, -2.0, 2.0, (d,)) + 0.5 + 0.1 * rng.normal(size=n), 4)
         lr, seed = round(float(rng.uniform(0.05, 0.2)), 3), int(rng.integers(0, 1000))
         cases.append(
             Case(
@@ -411,11 +361,6 @@ def _train_cases(rng):
         Case("edge: batch size 1", (x, 3 - x[:, 0], 0.02, 2, 1, 7)),
     ]
     return cases
-
-
-def _train_run(answer, inputs):
-    w, b = answer(*inputs)
-    return [as_array(w), number(b)]
 
 
 def _minibatch_sgd(x, y, lr, epochs, batch_size, seed, *, bug: str = ""):
@@ -455,16 +400,12 @@ TRAIN = Exercise(
         Mistake(
             "The inputs are shuffled but the targets are not: each batch pairs X[rows] "
             "with the wrong y. Index y with the same rows as X.",
-            detector(
-                lambda got, exp, case: close(got, _minibatch_sgd(*case.inputs, bug="targets"))
-            ),
+            lambda got, exp, case: close(got, _minibatch_sgd(*case.inputs, bug="targets")),
         ),
         Mistake(
             "Gradients add up across backward() calls: reset w.grad and b.grad before each "
             "backward.",
-            detector(
-                lambda got, exp, case: close(got, _minibatch_sgd(*case.inputs, bug="accumulate"))
-            ),
+            lambda got, exp, case: close(got, _minibatch_sgd(*case.inputs, bug="accumulate")),
         ),
     ),
     nudges=(

@@ -11,19 +11,20 @@ import math
 
 import numpy as np
 
-from ... import ops
-from ..spec import Case, Exercise, Mistake
-from ._common import as_array, close, detector, number
+from ..runners.ch06 import (
+    _Q,
+    SCALAR_FUNCTIONS,
+    TAG_PROBLEMS,
+    VECTOR_FUNCTIONS,
+    _hvp_run,
+    _nth_run,
+    _tag_run,
+    _taylor_run,
+)
+from ..spec import Case, Exercise, Mistake, close
+from ._common import draw, number
 
-__all__ = ["EXERCISES", "SCALAR_FUNCTIONS", "VECTOR_FUNCTIONS"]
-
-
-def _r(rng, lo=-1.5, hi=1.5) -> float:
-    return round(float(rng.uniform(lo, hi)), 4)
-
-
-# --- scalar functions with every derivative in closed form -------------------------------
-# name -> (f written with the generic ops, k-th derivative as a closed form)
+__all__ = ["EXERCISES", "SCALAR_DERIVATIVES", "TAG_ANSWERS", "VECTOR_HESSIANS"]
 
 
 def _poly_derivative(x: float, k: int) -> float:  # f(x) = x^5 - 3x^2
@@ -32,22 +33,51 @@ def _poly_derivative(x: float, k: int) -> float:  # f(x) = x^5 - 3x^2
     return fifth - second
 
 
-SCALAR_FUNCTIONS = {
-    "sin(2x)": (
-        lambda x: ops.sin(2 * x),
-        lambda x, k: 2**k * math.sin(2 * x + k * math.pi / 2),
-    ),
-    "exp(-x)": (lambda x: ops.exp(-x), lambda x, k: (-1) ** k * math.exp(-x)),
-    "sin(x)*exp(x)": (
-        lambda x: ops.sin(x) * ops.exp(x),
-        lambda x, k: 2 ** (k / 2) * math.exp(x) * math.sin(x + k * math.pi / 4),
-    ),
-    "x^5 - 3x^2": (lambda x: x**5 - 3 * x**2, _poly_derivative),
+SCALAR_DERIVATIVES = {  # the k-th derivative of each of SCALAR_FUNCTIONS, closed form
+    "sin(2x)": lambda x, k: 2**k * math.sin(2 * x + k * math.pi / 2),
+    "exp(-x)": lambda x, k: (-1) ** k * math.exp(-x),
+    "sin(x)*exp(x)": lambda x, k: 2 ** (k / 2) * math.exp(x) * math.sin(x + k * math.pi / 4),
+    "x^5 - 3x^2": _poly_derivative,
 }
 
 
+def _hess_exp_product(x):
+    e = math.exp(x[0] * x[1])
+    mixed = e * (1 + x[0] * x[1])
+    return np.array([[x[1] ** 2 * e, mixed, 0.0], [mixed, x[0] ** 2 * e, 0.0], [0, 0, 6 * x[2]]])
+
+
+def _hess_log_sum_exp(x):
+    p = np.exp(x - x.max())
+    p /= p.sum()
+    return np.diag(p) - np.outer(p, p)
+
+
+VECTOR_HESSIANS = {  # the Hessian of each of VECTOR_FUNCTIONS, closed form
+    "0.5 x.Qx": lambda x: _Q,
+    "sum(tanh(x))": lambda x: np.diag(-2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
+    "exp(x0*x1) + x2^3": _hess_exp_product,
+    "log(sum(exp(x)))": _hess_log_sum_exp,
+}
+
+
+TAG_ANSWERS = {  # the value of each of TAG_PROBLEMS, closed form
+    "x sin x": lambda x: math.sin(x) + x * math.cos(x),
+    "d/dx [x * d/dy (x + y)]": lambda x: 1.0,
+    "d/dx [x * d/dy (x y)]": lambda x: 2 * x,
+    "three levels: 4x": lambda x: 4 * x,
+    "a constant function": lambda x: 0.0,
+}
+
+
+
+
+# --- scalar functions with every derivative in closed form -------------------------------
+# name -> (f written with the generic ops, k-th derivative as a closed form)
+
+
 def _derivative(name: str, x: float, k: int) -> float:
-    return SCALAR_FUNCTIONS[name][1](x, k)
+    return SCALAR_DERIVATIVES[name](x, k)
 
 
 # --- 6.1 the n-th derivative by nesting grad ---------------------------------------------
@@ -58,7 +88,7 @@ def _nth_cases(rng):
     cases = []
     for _ in range(6):
         name = names[int(rng.integers(len(names)))]
-        x, n = _r(rng), int(rng.integers(1, 5))
+        x, n = draw(rng, -1.5, 1.5), int(rng.integers(1, 5))
         cases.append(Case(f"random: d^{n}/dx^{n} {name} at x = {x}", (name, x, n)))
     cases += [
         Case("edge: n = 0 is f itself", ("sin(2x)", 0.3, 0)),
@@ -67,11 +97,6 @@ def _nth_cases(rng):
         Case("edge: x = 0", ("sin(x)*exp(x)", 0.0, 3)),
     ]
     return cases
-
-
-def _nth_run(answer, inputs):
-    name, x, n = inputs
-    return number(answer(SCALAR_FUNCTIONS[name][0], n)(x))
 
 
 def _nth_reference(inputs):
@@ -98,11 +123,11 @@ NTH = Exercise(
         Mistake(
             "That is the derivative of order n - 1: grad was applied one time too few "
             "(the 0-th derivative is f itself, then each grad adds one order).",
-            detector(lambda got, exp, case: _is_order(got, case, case.inputs[2] - 1)),
+            lambda got, exp, case: _is_order(got, case, case.inputs[2] - 1),
         ),
         Mistake(
             "That is the derivative of order n + 1: grad was applied one time too many.",
-            detector(lambda got, exp, case: _is_order(got, case, case.inputs[2] + 1)),
+            lambda got, exp, case: _is_order(got, case, case.inputs[2] + 1),
         ),
     ),
     nudges=(
@@ -120,7 +145,7 @@ def _taylor_cases(rng):
     cases = []
     for _ in range(5):
         name = names[int(rng.integers(len(names)))]
-        x0, degree = _r(rng), int(rng.integers(2, 6))
+        x0, degree = draw(rng, -1.5, 1.5), int(rng.integers(2, 6))
         cases.append(Case(f"random: {name} around {x0}, degree {degree}", (name, x0, degree)))
     cases += [
         Case("edge: degree 0 (just f(x0))", ("exp(-x)", 0.5, 0)),
@@ -128,11 +153,6 @@ def _taylor_cases(rng):
         Case("edge: a polynomial is its own Taylor series", ("x^5 - 3x^2", 0.0, 6)),
     ]
     return cases
-
-
-def _taylor_run(answer, inputs):
-    name, x0, degree = inputs
-    return [number(c) for c in answer(SCALAR_FUNCTIONS[name][0], x0, degree)]
 
 
 def _taylor_reference(inputs):
@@ -158,14 +178,12 @@ TAYLOR = Exercise(
         Mistake(
             "These are the derivatives themselves: the j-th Taylor coefficient is "
             "f^(j)(x0) / j! (use math.factorial).",
-            detector(
-                lambda got, exp, case: case.inputs[2] >= 2 and close(got, _plain_derivatives(case))
-            ),
+            lambda got, exp, case: case.inputs[2] >= 2 and close(got, _plain_derivatives(case)),
         ),
         Mistake(
             "Wrong number of coefficients: degree d needs d + 1 of them, from f(x0) "
             "(order 0) up to order d.",
-            detector(lambda got, exp, case: len(got) != len(exp)),
+            lambda got, exp, case: len(got) != len(exp),
         ),
     ),
     nudges=(
@@ -179,43 +197,6 @@ TAYLOR = Exercise(
 # --- 6.3 a Hessian-vector product by forward-over-reverse ------------------------------------
 # name -> (f written with the generic ops, Hessian as a closed form)
 
-_Q = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, -1.0], [0.0, -1.0, 4.0]])
-
-
-def _quadratic(x):
-    return 0.5 * (x * (_Q @ x)).sum()
-
-
-def _sum_tanh(x):
-    return ops.tanh(x).sum()
-
-
-def _exp_product(x):
-    return ops.exp(x[0] * x[1]) + x[2] ** 3
-
-
-def _log_sum_exp(x):
-    return ops.log(ops.exp(x).sum())
-
-
-def _hess_exp_product(x):
-    e = math.exp(x[0] * x[1])
-    mixed = e * (1 + x[0] * x[1])
-    return np.array([[x[1] ** 2 * e, mixed, 0.0], [mixed, x[0] ** 2 * e, 0.0], [0, 0, 6 * x[2]]])
-
-
-def _hess_log_sum_exp(x):
-    p = np.exp(x - x.max())
-    p /= p.sum()
-    return np.diag(p) - np.outer(p, p)
-
-
-VECTOR_FUNCTIONS = {
-    "0.5 x.Qx": (_quadratic, lambda x: _Q),
-    "sum(tanh(x))": (_sum_tanh, lambda x: np.diag(-2 * np.tanh(x) * (1 - np.tanh(x) ** 2))),
-    "exp(x0*x1) + x2^3": (_exp_product, _hess_exp_product),
-    "log(sum(exp(x)))": (_log_sum_exp, _hess_log_sum_exp),
-}
 
 _GRADIENTS = {  # closed forms, only to recognise the "returned the gradient" mistake
     "0.5 x.Qx": lambda x: _Q @ x,
@@ -230,8 +211,8 @@ _GRADIENTS = {  # closed forms, only to recognise the "returned the gradient" mi
 def _hvp_cases(rng):
     cases = []
     for name in sorted(VECTOR_FUNCTIONS):
-        x = [_r(rng) for _ in range(3)]
-        v = [_r(rng) for _ in range(3)]
+        x = [draw(rng, -1.5, 1.5) for _ in range(3)]
+        v = [draw(rng, -1.5, 1.5) for _ in range(3)]
         cases.append(Case(f"random: {name}, x = {x}, v = {v}", (name, x, v)))
     cases += [
         Case(
@@ -244,14 +225,9 @@ def _hvp_cases(rng):
     return cases
 
 
-def _hvp_run(answer, inputs):
-    name, x, v = inputs
-    return as_array(answer(VECTOR_FUNCTIONS[name][0], np.array(x), np.array(v))).tolist()
-
-
 def _hvp_reference(inputs):
     name, x, v = inputs
-    return (VECTOR_FUNCTIONS[name][1](np.array(x)) @ np.array(v)).tolist()
+    return (VECTOR_HESSIANS[name](np.array(x)) @ np.array(v)).tolist()
 
 
 HVP = Exercise(
@@ -266,22 +242,20 @@ HVP = Exercise(
         Mistake(
             "That is the gradient of f, not H v: jvp returns a pair (value, tangent), and "
             "the value of grad(f) at x is the gradient. Take the tangent.",
-            detector(
-                lambda got, exp, case: (
+            lambda got, exp, case: (
                     close(got, _GRADIENTS[case.inputs[0]](np.array(case.inputs[1])))
                     and not close(got, exp)
-                )
-            ),
+                ),
         ),
         Mistake(
             "H v has the shape of x (one number per input). A 3x3 result is the whole "
             "Hessian: push the one direction v through grad(f) instead.",
-            detector(lambda got, exp, case: np.shape(got) == (3, 3)),
+            lambda got, exp, case: np.shape(got) == (3, 3),
         ),
         Mistake(
             "One number is the directional derivative of f (grad f · v). H v is the "
             "directional derivative of the *gradient*: jvp(grad(f), (x,), (v,)).",
-            detector(lambda got, exp, case: np.ndim(got) == 0),
+            lambda got, exp, case: np.ndim(got) == 0,
         ),
     ),
     nudges=(
@@ -294,54 +268,18 @@ HVP = Exercise(
 # --- 6.4 a forward-mode derivative without perturbation confusion --------------------------
 
 
-def _x_sin_x(derivative, x):
-    return derivative(lambda t: t * ops.sin(t), x)
-
-
-def _nested_sum(derivative, x):  # d/dx [x * d/dy (x + y)] = 1
-    return derivative(lambda a: a * derivative(lambda y: a + y, 1.0), x)
-
-
-def _nested_product(derivative, x):  # d/dx [x * d/dy (x y)] = d/dx x^2 = 2x
-    return derivative(lambda a: a * derivative(lambda y: a * y, 1.0), x)
-
-
-def _three_levels(derivative, x):  # d/dx [x * d/dy [y * d/dz (x y z)]] = d/dx 2x^2 = 4x
-    return derivative(
-        lambda a: a * derivative(lambda b: b * derivative(lambda c: a * b * c, 1.0), 1.0), x
-    )
-
-
-def _constant(derivative, x):  # f ignores x: the output is a plain number
-    return derivative(lambda t: 3.0, x)
-
-
-TAG_PROBLEMS = {
-    "x sin x": (_x_sin_x, lambda x: math.sin(x) + x * math.cos(x)),
-    "d/dx [x * d/dy (x + y)]": (_nested_sum, lambda x: 1.0),
-    "d/dx [x * d/dy (x y)]": (_nested_product, lambda x: 2 * x),
-    "three levels: 4x": (_three_levels, lambda x: 4 * x),
-    "a constant function": (_constant, lambda x: 0.0),
-}
-
-
 def _tag_cases(rng):
     cases = []
     for name in TAG_PROBLEMS:
-        x = _r(rng)
+        x = draw(rng, -1.5, 1.5)
         cases.append(Case(f"{name} at x = {x}", (name, x)))
     cases.append(Case("edge: the classic, at x = 1", ("d/dx [x * d/dy (x + y)]", 1.0)))
     return cases
 
 
-def _tag_run(answer, inputs):
-    name, x = inputs
-    return number(TAG_PROBLEMS[name][0](answer, x))
-
-
 def _tag_reference(inputs):
     name, x = inputs
-    return TAG_PROBLEMS[name][1](x)
+    return TAG_ANSWERS[name](x)
 
 
 def _untagged_derivative(f, x):
@@ -354,7 +292,7 @@ def _untagged_derivative(f, x):
 
 def _is_confused(got, expected, case) -> bool:
     name, x = case.inputs
-    confused = number(TAG_PROBLEMS[name][0](_untagged_derivative, x))
+    confused = number(TAG_PROBLEMS[name](_untagged_derivative, x))
     return not close(confused, expected) and close(got, confused)
 
 
@@ -373,7 +311,7 @@ TAGGED = Exercise(
             "perturbation of x (d/dx [x · d/dy (x + y)] comes out 2 instead of 1). Give "
             "every call its own tag (new_tag()) and read the tangent only from a Dual "
             "carrying *your* tag.",
-            detector(_is_confused),
+            _is_confused,
         ),
     ),
     nudges=(

@@ -1,0 +1,58 @@
+"""What the student's process runs for ch04's exercises: call the answer on the inputs.
+
+Chapter 04 exercises: tensors (unbroadcast, matmul's backward, softmax, log-softmax).
+
+Each ``*_run(answer, inputs)`` turns the student's answer and one case's inputs into
+plain data. Nothing here knows the right result: references and mistakes live in
+:mod:`autodiff_lab.grading.exercises.ch04`, which the student's process never imports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .common import as_array, error_result
+
+
+def _unbroadcast_run(answer, inputs):
+    grad, shape = inputs
+    return as_array(answer(grad, tuple(shape)))
+
+
+def _matmul_run(answer, inputs):
+    a, b, g = inputs
+    try:
+        grad_a, grad_b = answer(a, b, g)
+    except ValueError as exc:  # numpy's "matmul: mismatch in its core dimension"
+        return error_result(exc)
+    return [as_array(grad_a), as_array(grad_b)]
+
+
+def _softmax_run(answer, inputs):
+    x, axis = inputs
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return as_array(answer(x, axis))
+
+
+def _logsm_run(answer, inputs):
+    x, g, axis = inputs
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        return as_array(answer(x, g, axis))
+
+
+GRADCHECK_FUNCTIONS = {
+    "sum(x**3)": lambda x: float(np.sum(x**3)),
+    "log(sum(exp(x)))": lambda x: float(np.log(np.sum(np.exp(x)))),
+    "sum(sin(x) * x[::-1])": lambda x: float(np.sum(np.sin(x) * x[::-1])),
+    "sum(tanh(x @ x.T))": lambda x: float(np.sum(np.tanh(x @ x.T))),
+}
+
+
+def _gradcheck_run(answer, inputs):
+    name, x, h = inputs
+    x = np.array(x, dtype=np.float64)
+    before = x.copy()
+    grad = as_array(answer(GRADCHECK_FUNCTIONS[name], x, h))
+    if not np.array_equal(x, before):
+        return {"error": "changed x", "message": "x is not the same after the call"}
+    return grad

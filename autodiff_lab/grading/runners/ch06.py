@@ -1,0 +1,100 @@
+"""What the student's process runs for ch06's exercises: call the answer on the inputs.
+
+Chapter 06 exercises: higher-order derivatives, Taylor coefficients, HVPs, tags.
+
+Each ``*_run(answer, inputs)`` turns the student's answer and one case's inputs into
+plain data. Nothing here knows the right result: references and mistakes live in
+:mod:`autodiff_lab.grading.exercises.ch06`, which the student's process never imports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ... import ops
+from .common import as_array, number
+
+SCALAR_FUNCTIONS = {
+    "sin(2x)": lambda x: ops.sin(2 * x),
+    "exp(-x)": lambda x: ops.exp(-x),
+    "sin(x)*exp(x)": lambda x: ops.sin(x) * ops.exp(x),
+    "x^5 - 3x^2": lambda x: x**5 - 3 * x**2,
+}
+
+
+def _nth_run(answer, inputs):
+    name, x, n = inputs
+    return number(answer(SCALAR_FUNCTIONS[name], n)(x))
+
+
+def _taylor_run(answer, inputs):
+    name, x0, degree = inputs
+    return [number(c) for c in answer(SCALAR_FUNCTIONS[name], x0, degree)]
+
+
+_Q = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, -1.0], [0.0, -1.0, 4.0]])
+
+
+def _quadratic(x):
+    return 0.5 * (x * (_Q @ x)).sum()
+
+
+def _sum_tanh(x):
+    return ops.tanh(x).sum()
+
+
+def _exp_product(x):
+    return ops.exp(x[0] * x[1]) + x[2] ** 3
+
+
+def _log_sum_exp(x):
+    return ops.log(ops.exp(x).sum())
+
+
+VECTOR_FUNCTIONS = {
+    "0.5 x.Qx": _quadratic,
+    "sum(tanh(x))": _sum_tanh,
+    "exp(x0*x1) + x2^3": _exp_product,
+    "log(sum(exp(x)))": _log_sum_exp,
+}
+
+
+def _hvp_run(answer, inputs):
+    name, x, v = inputs
+    return as_array(answer(VECTOR_FUNCTIONS[name], np.array(x), np.array(v))).tolist()
+
+
+def _x_sin_x(derivative, x):
+    return derivative(lambda t: t * ops.sin(t), x)
+
+
+def _nested_sum(derivative, x):  # d/dx [x * d/dy (x + y)] = 1
+    return derivative(lambda a: a * derivative(lambda y: a + y, 1.0), x)
+
+
+def _nested_product(derivative, x):  # d/dx [x * d/dy (x y)] = d/dx x^2 = 2x
+    return derivative(lambda a: a * derivative(lambda y: a * y, 1.0), x)
+
+
+def _three_levels(derivative, x):  # d/dx [x * d/dy [y * d/dz (x y z)]] = d/dx 2x^2 = 4x
+    return derivative(
+        lambda a: a * derivative(lambda b: b * derivative(lambda c: a * b * c, 1.0), 1.0), x
+    )
+
+
+def _constant(derivative, x):  # f ignores x: the output is a plain number
+    return derivative(lambda t: 3.0, x)
+
+
+TAG_PROBLEMS = {
+    "x sin x": _x_sin_x,
+    "d/dx [x * d/dy (x + y)]": _nested_sum,
+    "d/dx [x * d/dy (x y)]": _nested_product,
+    "three levels: 4x": _three_levels,
+    "a constant function": _constant,
+}
+
+
+def _tag_run(answer, inputs):
+    name, x = inputs
+    return number(TAG_PROBLEMS[name](answer, x))
