@@ -17,7 +17,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 PYTEST_FLAGS ?=
 
-.PHONY: lab test bench notebooks exercises slides lint format clean
+.PHONY: lab test test-min bench notebooks exercises slides lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,25 @@ test: $(VENV)/.test-installed
 	$(BIN)/python -m autodiff_lab.cli build-exercises --check
 	$(BIN)/python tools/run_pytest.py $(PYTEST_FLAGS)
 
+## make test-min: the lowest versions pyproject.toml allows (uv's lowest-direct resolution),
+## running the engine tests and strict nbval. pip installs the pinned torch first, so that uv
+## keeps it instead of downloading another build.
+MIN_VENV ?= .venv-min
+$(MIN_VENV)/.installed: pyproject.toml
+	rm -rf $(MIN_VENV)
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(MIN_VENV)/bin/python -m pip install -q uv torch==2.13.0
+	$(MIN_VENV)/bin/uv pip install -q --python $(MIN_VENV)/bin/python \
+		--resolution lowest-direct -e '.[lab,test]'
+	touch $@
+
+test-min: $(MIN_VENV)/.installed
+	$(MIN_VENV)/bin/python -m pip list --format=freeze 2>/dev/null \
+		| grep -iE '^(numpy|matplotlib|ipywidgets|graphviz|scikit-learn|ipykernel|nbval)=='
+	$(MIN_VENV)/bin/python -m pytest tests/test_engine_*.py tests/test_higher_*.py \
+		notebooks solutions --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider -q
+
 ## make bench: speed against micrograd, hand-written numpy and PyTorch (ratios)
 bench: $(VENV)/.test-installed
 	$(BIN)/python -m benchmarks
@@ -66,4 +85,4 @@ format:
 	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .hypothesis build *.egg-info
