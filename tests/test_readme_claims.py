@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -23,3 +25,27 @@ def test_error_table_size_matches_the_readme():
     from test_engine_errors import ERRORS
 
     assert readme_number(r"a table of (\d+) bad inputs") == len(ERRORS)
+
+
+def test_backward_twice_on_one_graph_as_the_readme_says(torch):
+    """README: (a·a)·3 at a = 2 gives a.grad 12 then 24; PyTorch raises without retain_graph."""
+    from autodiff_lab import Value
+
+    assert "gives `a.grad` 12, then 24" in README
+    a = Value(2.0)
+    out = (a * a) * 3
+    out.backward()
+    assert a.grad == 12.0
+    out.backward()
+    assert a.grad == 24.0
+
+    t = torch.tensor(2.0, requires_grad=True)
+    out_t = (t * t) * 3
+    out_t.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out_t.backward()
+    t = torch.tensor(2.0, requires_grad=True)
+    out_t = (t * t) * 3
+    out_t.backward(retain_graph=True)
+    out_t.backward()
+    assert t.grad.item() == 24.0
