@@ -1,12 +1,14 @@
 """Purpose-made exercises for the grading machinery's tests (chapter 97, not course content).
 
-Loaded by path (``registry.load_module``), so the grader's worker processes load it too.
+Loaded by path (``registry.load_module``) in the grader only; the worker imports the
+student side, :mod:`grading_testkit_runs`, from its file.
 Expected values are closed forms (cos x, x², a·v), independent of any student code.
 """
 
 import math
 
 import numpy as np
+from grading_testkit_runs import scalar_run, vector_run
 
 from autodiff_lab.grading.spec import Case, Exercise, Mistake
 
@@ -35,7 +37,7 @@ EXERCISES = [
         task="dsin(x): return d/dx sin(x) at x",
         answer="dsin",
         cases=_scalar_cases,
-        run=lambda answer, inputs: float(answer(*inputs)),
+        run=scalar_run,
         reference=lambda inputs: math.cos(inputs[0]),
         mistakes=(Mistake("Check the sign: d/dx sin x = +cos x.", _is_negated),),
         nudges=(
@@ -50,7 +52,7 @@ EXERCISES = [
         task="square(x): return x squared",
         answer="square",
         cases=_scalar_cases,
-        run=lambda answer, inputs: float(answer(*inputs)),
+        run=scalar_run,
         reference=lambda inputs: inputs[0] ** 2,
     ),
     Exercise(
@@ -59,7 +61,7 @@ EXERCISES = [
         task="scale(v, a): return a * v as an array",
         answer="scale",
         cases=_vector_cases,
-        run=lambda answer, inputs: np.asarray(answer(*inputs), dtype=float),
+        run=vector_run,
         reference=lambda inputs: inputs[1] * np.asarray(inputs[0], dtype=float),
     ),
 ]

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from . import registry
 from .plaindata import PlainDataError, to_plain
 from .scoring import (
     CRASH,
@@ -79,14 +78,18 @@ def case_seed(exercise_id: str, seed: int | None = None) -> int:
     return (base + zlib.crc32(str(exercise_id).encode())) % 2**32
 
 
-def run_answer(exercise, answer: Any, inputs: tuple) -> Outcome:
-    """Run the student's answer on one case's inputs (a private copy) and capture the outcome."""
+def run_answer(run, answer_name: str, answer: Any, inputs: tuple) -> Outcome:
+    """``run(answer, inputs)`` on a private copy of one case's inputs, as an Outcome.
+
+    ``run`` is the exercise's student-side adapter; ``answer_name`` names the student's
+    function in error messages.
+    """
     try:
-        value = exercise.run(answer, copy.deepcopy(inputs))
+        value = run(answer, copy.deepcopy(inputs))
         to_plain(value)  # the grader only accepts plain data; say so here too
         return Outcome(VALUE, value)
     except NotImplementedError as exc:
-        return Outcome(NOT_IMPLEMENTED, message=short_error(exc, exercise.answer))
+        return Outcome(NOT_IMPLEMENTED, message=short_error(exc, answer_name))
     except PlainDataError as exc:
         return Outcome(ERROR, message=f"the result is not plain data: {exc}")
     except MemoryError:
@@ -94,7 +97,7 @@ def run_answer(exercise, answer: Any, inputs: tuple) -> Outcome:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit too: one short line, not a traceback
-        return Outcome(ERROR, message=short_error(exc, exercise.answer))
+        return Outcome(ERROR, message=short_error(exc, answer_name))
 
 
 def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool = True):
@@ -106,6 +109,8 @@ def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool 
     exercise_id = str(exercise_id)
     if os.environ.get(GRADING_ENV) == "1":
         return CheckResult(exercise_id, "", "skipped", 0.0, 0.0, note="checks skip while grading")
+    from . import registry  # here, not at import: the grader's worker imports this module
+
     try:
         exercise = registry.get(exercise_id)
     except KeyError as exc:
@@ -117,7 +122,7 @@ def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool 
     if answer is None or answer is Ellipsis:
         outcomes = [Outcome(NOT_IMPLEMENTED) for _ in cases]
     else:
-        outcomes = [run_answer(exercise, answer, c.inputs) for c in cases]
+        outcomes = [run_answer(exercise.run, exercise.answer, answer, c.inputs) for c in cases]
     judged = judge_exercise(exercise, cases, outcomes, expected, attempt=_attempts[exercise_id])
     result = CheckResult(**vars(judged))
     return _show(result) if show else result

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -39,12 +40,21 @@ def register(subparsers) -> None:
     grade = subparsers.add_parser(
         "grade",
         help="grade submitted notebooks into a SQLite gradebook",
-        description="Run each submitted notebook in its own process (time and memory "
-        "limited), compute every verdict outside it, and record points, status and "
-        "feedback in a gradebook. Already graded submissions are skipped unless --regrade.",
+        description="Copy every submitted notebook, run each copy in its own sandboxed "
+        "process (bubblewrap when installed; time and memory limited), compute every "
+        "verdict outside it, and record points, status and feedback in a gradebook. "
+        "Already graded submissions are skipped unless --regrade.",
     )
     grade.add_argument("submissions", nargs="+", help="notebooks or folders of notebooks")
-    grade.add_argument("--out", type=Path, help="also write the grades as CSV here")
+    grade.add_argument(
+        "--out",
+        type=Path,
+        help="also write the grades as CSV here (one row per student and exercise)",
+    )
+    grade.add_argument(
+        "--summary", type=Path,
+        help="also write one row per student here: student,total,maximum,<one column per notebook>",
+    )  # fmt: skip
     grade.add_argument(
         "--db", type=Path, default=Path("gradebook.sqlite"), help="default: gradebook.sqlite"
     )
@@ -57,8 +67,22 @@ def register(subparsers) -> None:
     grade.add_argument(
         "--memory", type=float, default=2048.0, help="memory limit per submission in MB (2048)"
     )
+    grade.add_argument(
+        "--notebook-timeout", type=float, default=600.0,
+        help="seconds for a whole notebook, all cells and exercises (600)",
+    )  # fmt: skip
+    grade.add_argument(
+        "--sandbox", choices=["auto", "bubblewrap", "none"], default="auto",
+        help="isolate each notebook with bubblewrap (auto: when installed; default)",
+    )  # fmt: skip
+    grade.add_argument(
+        "--require-sandbox", action="store_true",
+        help="refuse to grade without a sandbox (same as --sandbox bubblewrap)",
+    )  # fmt: skip
     grade.add_argument("--regrade", action="store_true", help="grade again what is graded")
-    grade.add_argument("--seed", type=int, help="fixed seed for the cases (default: random)")
+    grade.add_argument(
+        "--seed", type=int, help="the cases' seed (default: a secret one per batch, recorded)"
+    )
     grade.add_argument(
         "--exercises-module", action="append", default=[], metavar="PATH",
         help="extra exercise module (.py file defining EXERCISES); may be repeated",
@@ -81,36 +105,66 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_grade(args: argparse.Namespace) -> int:
     from .gradebook import Gradebook
-    from .grader import collect_submissions, grade_batch
+    from .grader import ExerciseDefinitionError, Settings, collect_submissions, grade_batch
+    from .sandbox import choose
 
     try:
         for module in args.exercises_module:
             registry.load_module(module)
         registry.all_exercises()
         submissions = collect_submissions(args.submissions)
-    except (ImportError, FileNotFoundError, TypeError, ValueError) as exc:
+        sandbox = choose("bubblewrap" if args.require_sandbox else args.sandbox)
+    except (ImportError, FileNotFoundError, TypeError, ValueError, RuntimeError) as exc:
         print(f"grade: {exc}", file=sys.stderr)
         return 2
     if not submissions:
         print("grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
         return 2
-    with Gradebook(args.db) as book:
-        summary = grade_batch(
-            submissions, book, jobs=args.jobs, regrade=args.regrade, timeout=args.timeout,
-            memory_mb=args.memory, seed=args.seed, progress=False if args.quiet else None,
-        )  # fmt: skip
-        keys = [s.key for s in submissions]
+    print(sandbox.describe(), file=sys.stderr)
+    exports = [args.db.parent, *(p.parent for p in (args.out, args.summary) if p), args.report]
+    settings = Settings(
+        timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory,
+        sandbox=sandbox, hide=[p.resolve() for p in exports if p is not None],
+    )  # fmt: skip
+    keys = [s.key for s in submissions]
+    try:
+        book = Gradebook(args.db)
+    except (ValueError, sqlite3.Error) as exc:
+        print(f"grade: {exc}", file=sys.stderr)
+        return 2
+    with book:
+        try:
+            summary = grade_batch(
+                submissions, book, jobs=args.jobs, regrade=args.regrade, seed=args.seed,
+                settings=settings, progress=False if args.quiet else None,
+            )  # fmt: skip
+        except ExerciseDefinitionError as exc:
+            print(f"grade: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            done = len(book.submission_rows(keys))
+            print(
+                f"\ninterrupted: {done} of {len(keys)} notebooks are graded and saved in "
+                f"{args.db}; run the same command again to grade the rest",
+                file=sys.stderr,
+            )
+            return 130
         if not args.quiet:
             print_table(book, keys)
+        for sub in summary.crashed_before:
+            print(f"recorded as crashed (the grader died on it twice): {sub.name}")
         print(
             f"graded {len(summary.graded)}, skipped {len(summary.skipped)} already graded "
             f"(--regrade to redo), {len(summary.errors)} grader errors; gradebook: {args.db}"
         )
         for sub, error in summary.errors:
-            print(f"grader error on {sub.path}: {error}", file=sys.stderr)
+            print(f"grader error on {sub.name}: {error}", file=sys.stderr)
         if args.out:
             n = book.export_csv(args.out, keys)
             print(f"wrote {n} rows to {args.out}")
+        if args.summary:
+            n = book.export_summary(args.summary, keys)
+            print(f"wrote {n} students to {args.summary}")
         if args.report:
             paths = book.write_reports(args.report, keys, fmt=args.report_format)
             print(f"wrote {len(paths)} feedback reports to {args.report}/")
@@ -128,5 +182,5 @@ def print_table(book, keys: list[str]) -> None:
         counts = ", ".join(
             f"{n} {s}" for s, n in sorted(statuses.get(sub["submission"], {}).items())
         )
-        points = f"{sub['score']:g}/{sub['max_score']:g}"
-        print(f"{sub['student']:<16} {sub['notebook']:<28} {points:>9}  {counts}")
+        points = f"{sub['score']:g}/{sub['max_score']:g}" if sub["status"] == "graded" else ""
+        print(f"{sub['student']:<16} {sub['notebook']:<28} {points:>9}  {counts or sub['status']}")

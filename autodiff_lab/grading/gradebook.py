@@ -1,19 +1,37 @@
 """The gradebook: one SQLite file (stdlib ``sqlite3``) holding every grade, plus exports.
 
-Two tables: ``submissions`` (one row per graded notebook: student, file hash, total, seed,
-notes, time) and ``results`` (one row per submission and exercise: points, status,
-feedback, time). Each submission is written in one transaction, so a grader that dies
-mid-batch leaves every finished submission recorded and none half-written; the next run
-skips what is already graded (same file content) unless asked to regrade. Regrading
+Tables: ``submissions`` (one row per notebook: student, file hash, total, status, seed,
+sandbox, notes, time), ``results`` (one row per submission and exercise: points, status,
+feedback) and ``in_progress`` (notebooks being graded right now; a row left behind means
+the grader died on it). Each submission is written in one transaction, so a grader that
+dies mid-batch leaves every finished submission recorded and none half-written; the next
+run skips what is already graded (same file content) unless asked to regrade. Regrading
 replaces rows (upsert), so grading twice never duplicates anything.
+
+Exports, for the lecturer's LMS and the students:
+
+- the per-exercise CSV (:meth:`Gradebook.export_csv`): one row per student and exercise.
+  When a student answered the same exercise in several notebooks, the row is their BEST
+  result (most points; on a tie the latest graded) and names the notebook it came from.
+  A student whose notebooks answer no exercise still gets a row, with the reason as status;
+- the summary CSV (:meth:`Gradebook.export_summary`): one row per student with ``total``,
+  ``maximum`` (the same for everyone: every exercise graded in the export) and one column
+  per course notebook (chapter), summing the same best results;
+- one feedback report per student (Markdown or HTML), with every notebook's results.
+
+Nothing exported names a folder of the grader's machine: notebooks appear by their name
+relative to the folder given to ``grade`` (``ann/03_backprop.ipynb``).
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
+import hashlib
 import html
+import re
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from .grader import SubmissionResult
@@ -21,16 +39,24 @@ from .scoring import STATUSES
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS submissions (
-    submission TEXT PRIMARY KEY,          -- the notebook's absolute path
+    submission TEXT PRIMARY KEY,          -- the notebook's absolute path (never exported)
     student    TEXT NOT NULL,
-    notebook   TEXT NOT NULL,             -- file name
+    notebook   TEXT NOT NULL,             -- its name relative to the folder graded
     sha256     TEXT NOT NULL,             -- content graded (a changed file is regraded)
     score      REAL NOT NULL,
     max_score  REAL NOT NULL,
-    seed       INTEGER NOT NULL,          -- the cases' seed, to reproduce a grade
+    status     TEXT NOT NULL,             -- graded, unreadable, no exercises
+    seed       INTEGER NOT NULL,          -- the batch's secret seed, to reproduce a grade
+    sandbox    TEXT NOT NULL,             -- bubblewrap, or none
     notes      TEXT NOT NULL,
     graded_at  TEXT NOT NULL,
     duration_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS in_progress (
+    submission TEXT PRIMARY KEY,
+    sha256     TEXT NOT NULL,
+    alone      INTEGER NOT NULL,          -- 1: it was the only notebook being graded
+    started_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS results (
     submission TEXT NOT NULL REFERENCES submissions(submission) ON DELETE CASCADE,
@@ -47,8 +73,8 @@ CREATE TABLE IF NOT EXISTS results (
 """
 
 CSV_COLUMNS = [
-    "student", "notebook", "exercise", "title", "points", "max_points", "status", "feedback",
-    "graded_at", "submission",
+    "student", "exercise", "title", "points", "max_points", "status", "feedback", "notebook",
+    "graded_at", "sandbox",
 ]  # fmt: skip
 
 
@@ -62,6 +88,11 @@ class Gradebook:
         self.conn.row_factory = sqlite3.Row
         self.conn.execute("PRAGMA foreign_keys = ON")
         self.conn.executescript(SCHEMA)
+        columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(submissions)")}
+        if "sandbox" not in columns:
+            raise ValueError(
+                f"{self.path} was written by an older autodiff-lab; grade into a new file"
+            )
 
     def __enter__(self) -> Gradebook:
         return self
@@ -79,23 +110,42 @@ class Gradebook:
         ).fetchone()
         return row is not None and row["sha256"] == sha256
 
+    def in_progress(self) -> dict[str, tuple[str, int]]:
+        """Notebooks left "in progress" by a grader that died: key -> (sha256, alone)."""
+        rows = self.conn.execute("SELECT submission, sha256, alone FROM in_progress")
+        return {r["submission"]: (r["sha256"], r["alone"]) for r in rows}
+
+    def mark_in_progress(self, submission_key: str, sha256: str, *, alone: bool) -> None:
+        """Say (durably) that this notebook is being graded now."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO in_progress VALUES (?, ?, ?, ?)",
+                (submission_key, sha256, int(alone), _now()),
+            )
+
+    def clear_in_progress(self, submission_key: str) -> None:
+        with self.conn:
+            self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (submission_key,))
+
     def record(self, result: SubmissionResult) -> None:
-        """Insert or replace one submission's grades, atomically."""
+        """Insert or replace one submission's grades, atomically (and end its "in progress")."""
         sub = result.submission
         with self.conn:  # one transaction: all of this submission or nothing
             self.conn.execute(
-                """INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT(submission) DO UPDATE SET student = excluded.student,
                      notebook = excluded.notebook, sha256 = excluded.sha256,
                      score = excluded.score, max_score = excluded.max_score,
-                     seed = excluded.seed, notes = excluded.notes,
+                     status = excluded.status, seed = excluded.seed,
+                     sandbox = excluded.sandbox, notes = excluded.notes,
                      graded_at = excluded.graded_at, duration_s = excluded.duration_s""",
                 (
-                    sub.key, sub.student, sub.path.name, result.sha256, result.score,
-                    result.max_score, result.seed, "\n".join(result.notes), result.graded_at,
-                    round(result.duration_s, 3),
+                    sub.key, sub.student, sub.name, result.sha256, result.score,
+                    result.max_score, str(result.status), result.seed, result.sandbox,
+                    "\n".join(result.notes), result.graded_at, round(result.duration_s, 3),
                 ),
             )  # fmt: skip
+            self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (sub.key,))
             ids = [e.exercise_id for e in result.exercises]
             self.conn.execute(
                 f"DELETE FROM results WHERE submission = ? AND exercise NOT IN "
@@ -116,7 +166,7 @@ class Gradebook:
                         e.title,
                         e.score,
                         e.max_score,
-                        e.status,
+                        str(e.status),
                         e.feedback,
                         result.graded_at,
                     )  # fmt: skip
@@ -127,7 +177,7 @@ class Gradebook:
     def rows(self, submissions: list[str] | None = None) -> list[dict]:
         """Result rows (one per submission and exercise), ordered by student and exercise."""
         query = """SELECT r.student, s.notebook, r.exercise, r.title, r.points, r.max_points,
-                          r.status, r.feedback, r.graded_at, r.submission
+                          r.status, r.feedback, r.graded_at, r.submission, s.sandbox
                    FROM results r JOIN submissions s USING (submission)"""
         params: tuple = ()
         if submissions is not None:
@@ -146,20 +196,76 @@ class Gradebook:
         rows = [dict(r) for r in self.conn.execute(query, params)]
         return sorted(rows, key=lambda r: (r["student"], r["notebook"]))
 
+    def best_rows(self, submissions: list[str] | None = None) -> list[dict]:
+        """One row per (student, exercise): the best result over the student's notebooks.
+
+        Best = most points; on a tie the latest graded, then the first notebook by name.
+        A student none of whose notebooks answers an exercise gets one row saying why.
+        """
+        best: dict[tuple[str, str], dict] = {}
+        for row in self.rows(submissions):
+            key = (row["student"], row["exercise"])
+            old = best.get(key)
+            if old is None or (row["points"], row["graded_at"]) > (old["points"], old["graded_at"]):
+                best[key] = row
+        students = {s for s, _ in best}
+        for sub in self.submission_rows(submissions):
+            if sub["student"] not in students:
+                students.add(sub["student"])
+                best[(sub["student"], "")] = {
+                    "student": sub["student"], "exercise": "", "title": "", "points": 0.0,
+                    "max_points": 0.0, "status": sub["status"],
+                    "feedback": " ".join(sub["notes"].splitlines()), "notebook": sub["notebook"],
+                    "graded_at": sub["graded_at"], "sandbox": sub["sandbox"],
+                }  # fmt: skip
+        return sorted(best.values(), key=lambda r: (r["student"], _id_key(r["exercise"])))
+
     def export_csv(self, path: str | Path, submissions: list[str] | None = None) -> int:
-        """Write one CSV row per submission and exercise; return the number of rows."""
-        rows = self.rows(submissions)
+        """Write one CSV row per student and exercise (see the module docstring)."""
+        rows = self.best_rows(submissions)
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
+            writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows(rows)
         return len(rows)
 
+    def export_summary(self, path: str | Path, submissions: list[str] | None = None) -> int:
+        """One row per student: ``student,total,maximum,<one column per notebook>``."""
+        rows = self.best_rows(submissions)
+        columns = _notebook_columns(rows, self.submission_rows(submissions))
+        maximum: dict[str, float] = {}
+        for row in rows:
+            if row["exercise"]:
+                maximum[row["exercise"]] = max(maximum.get(row["exercise"], 0.0), row["max_points"])
+        table: dict[str, dict[str, float]] = defaultdict(
+            lambda: dict.fromkeys(columns.values(), 0.0)
+        )
+        for row in rows:
+            table[row["student"]]  # every student appears, even with nothing graded
+            if row["exercise"]:
+                table[row["student"]][columns[_chapter(row["exercise"])]] += row["points"]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["student", "total", "maximum", *columns.values()])
+            for student in sorted(table):
+                points = table[student]
+                writer.writerow(
+                    [student, _num(sum(points.values())), _num(sum(maximum.values())),
+                     *(_num(points[c]) for c in columns.values())]
+                )  # fmt: skip
+        return len(table)
+
     def write_reports(
         self, folder: str | Path, submissions: list[str] | None = None, fmt: str = "md"
     ) -> list[Path]:
-        """One feedback file per student (Markdown or HTML); return the paths written."""
+        """One feedback file per student (Markdown or HTML); return the paths written.
+
+        File names come from the student's name made safe for any file system, plus a
+        short hash of the exact name whenever that changed it, so "ann lee" and
+        "ann_lee" get two files.
+        """
         if fmt not in ("md", "html"):
             raise ValueError(f"report format must be 'md' or 'html', got {fmt!r}")
         folder = Path(folder)
@@ -173,18 +279,48 @@ class Gradebook:
         written = []
         for student, subs in sorted(by_student.items()):
             render = _markdown_report if fmt == "md" else _html_report
-            path = folder / f"{_safe_name(student)}.{fmt}"
+            path = folder / f"{report_name(student)}.{fmt}"
             path.write_text(render(student, subs, results), encoding="utf-8")
             written.append(path)
         return written
 
 
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def _chapter(exercise_id: str) -> int:
+    return int(exercise_id.split(".")[0])
+
+
+def _notebook_columns(rows: list[dict], subs: list[dict]) -> dict[int, str]:
+    """Chapter -> column name: the course notebook's name most submitted for it, or chNN."""
+    names: dict[int, Counter] = defaultdict(Counter)
+    for sub in subs:
+        stem = Path(sub["notebook"]).stem
+        found = re.match(r"^(\d+)_", stem)
+        if found:
+            names[int(found.group(1))][stem] += 1
+    chapters = sorted({_chapter(r["exercise"]) for r in rows if r["exercise"]})
+    return {
+        ch: names[ch].most_common(1)[0][0] if names[ch] else f"chapter {ch:02d}" for ch in chapters
+    }
+
+
+def report_name(student: str) -> str:
+    """A file name for a student's report, distinct for distinct names."""
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student).strip(".")
+    if safe and safe == student:
+        return safe
+    return f"{safe or 'student'}-{hashlib.sha256(student.encode()).hexdigest()[:8]}"
+
+
 def _id_key(exercise_id: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 0 for p in exercise_id.split("."))
-
-
-def _safe_name(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "student"
 
 
 def _md_cell(text: str) -> str:
@@ -193,11 +329,24 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _md_text(text: str) -> str:
+    """Text shown as itself in Markdown: HTML escaped, Markdown's punctuation backslashed."""
+    text = html.escape(str(text), quote=False).replace("\n", " ")
+    return re.sub(r"([\\`*_{}\[\]()#+!|~-])", r"\\\1", text)
+
+
+def _headline(sub: dict) -> str:
+    """``12 / 16 points``, or the reason there are none."""
+    if sub["status"] != "graded":
+        return str(sub["status"])
+    return f"{sub['score']:g} / {sub['max_score']:g} points"
+
+
 def _markdown_report(student: str, subs: list[dict], results: dict[str, list[dict]]) -> str:
-    lines = [f"# Feedback for {student}", ""]
+    lines = [f"# Feedback for {_md_text(student)}", ""]
     for sub in subs:
         lines += [
-            f"## {sub['notebook']}: {sub['score']:g} / {sub['max_score']:g} points",
+            f"## {_md_text(sub['notebook'])}: {_headline(sub)}",
             "",
             f"Graded {sub['graded_at']}.",
             "",
@@ -228,7 +377,7 @@ def _html_report(student: str, subs: list[dict], results: dict[str, list[dict]])
     ]
     for sub in subs:
         parts.append(
-            f"<h2>{esc(sub['notebook'])}: {sub['score']:g} / {sub['max_score']:g} points</h2>"
+            f"<h2>{esc(sub['notebook'])}: {esc(_headline(sub))}</h2>"
             f"<p>Graded {esc(sub['graded_at'])}.</p>"
         )
         if sub["notes"]:

@@ -1,51 +1,39 @@
-"""Grading submitted notebooks: each in its own process, every verdict computed here.
+"""Grading submitted notebooks: read → plan → run isolated → judge → record.
 
-Design
-------
-* **One fresh process per submission** (:mod:`autodiff_lab.grading.worker`), a plain
-  ``python`` subprocess that runs the notebook's code cells with IPython's shell — not a
-  Jupyter kernel. A kernel would add ZeroMQ sockets, a heartbeat and a kernel manager
-  between the grader and the code without buying anything for grading; a plain process is
-  quicker to start, its limits (``setrlimit``) and its session are ours to set, and it
-  talks to the grader through *files*, never pipes, so a child the student leaves behind
-  holding stdout cannot make the grader wait.
-* **The verdict is computed outside the student's process.** The grader draws the cases
-  (a fresh random seed per submission, recorded in the gradebook), sends their inputs as
-  JSON, and receives plain-data answers as JSON (never pickles). The reference values and
-  the comparison run here. Monkeypatching ``check`` or ``numpy``, or printing "PASS",
-  changes nothing but the student's own answers.
-* **Limits.** A per-cell and per-exercise timeout (the clock restarts at each cell and each
-  exercise), an address-space limit (``RLIMIT_AS``), a file-size limit on everything the
-  process writes, and output beyond 1 MB dropped. A cell that runs too long is interrupted
-  (``KeyboardInterrupt``, like Jupyter's stop button) and the next cell runs. When an
-  exercise runs too long, an interrupt is swallowed, or the code kills its own process
-  (``os._exit``, a segfault), the grader kills the whole process session — plus any
-  process carrying this run's token in its environment, which finds children that started
-  a session of their own — records what happened, and starts a new process that skips
-  that cell or exercise, so the rest is still graded.
-* **Cases and answers.** Each exercise's cases run in one go with its timeout; points are
-  per case. The notebook's own ``check`` calls do nothing while grading.
-
-Limits of the sandbox, stated plainly: this is not a security boundary against a
-determined attacker (the code runs as the grader's user and can read files, use the
-network, or kill the grader); it makes honest mistakes and the usual tricks harmless.
-Run the grader in a container or as a throwaway user for untrusted classes.
+- **Read.** Before the batch starts every submission is hashed and copied into the
+  grader's private folder (:func:`stage`); a symbolic link is not followed (it is
+  recorded as unreadable), so no student can take, or later change, another's notebook.
+- **Plan** (here, in the grader). Which exercises the notebook answers; their cases drawn
+  from the batch's secret seed (:func:`grade_batch` draws one per batch, records it in the
+  gradebook, and every student gets the same cases, so identical notebooks get identical
+  points); the reference values.
+- **Run isolated** (:mod:`~autodiff_lab.grading.supervise`, in the
+  :mod:`~autodiff_lab.grading.sandbox`). A fresh worker per submission runs the cells in a
+  scratch copy and sends back plain-data answers to the case inputs. When a cell or an
+  exercise makes the worker die or run too long, a new worker skips it, so the rest is
+  still graded; the whole notebook has a total time cap.
+- **Judge** (:mod:`~autodiff_lab.grading.scoring`, here). Answers against references;
+  nothing the student's process does changes a verdict, only its own answers.
+- **Record** (:mod:`~autodiff_lab.grading.gradebook`), one transaction per submission.
+  Each submission is marked "in progress" first: if the grader itself is killed, the next
+  run records that submission as crashed (after one more try alone) and goes on.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
-import json
+import hashlib
 import os
 import re
 import secrets
 import shutil
-import signal
-import subprocess
+import stat
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,9 +41,10 @@ from typing import Any
 import numpy as np
 
 from . import registry
-from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, code_sources, read_notebook, sha256_file
+from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, BuildError, code_sources, read_notebook
 from .checking import case_seed
 from .plaindata import from_plain, to_plain
+from .sandbox import NO_SANDBOX_NOTE, Sandbox
 from .scoring import (
     CRASH,
     ERROR,
@@ -65,34 +54,53 @@ from .scoring import (
     VALUE,
     ExerciseResult,
     Outcome,
+    Status,
     judge_exercise,
 )
-from .spec import Exercise
+from .spec import Case, Exercise
+from .supervise import WorkerRun, run_worker
 
-TOKEN_ENV = "AUTODIFF_LAB_GRADING_TOKEN"
 STUB_RE = re.compile(r"NotImplementedError\(\s*[\"']Exercise (\d+\.\d+):")
 CHAPTER_FILE_RE = re.compile(r"^(\d+)_")
-# The references ship with the package, so a notebook could call them instead of answering.
+# Outside a sandbox the references can be read from disk: flag notebooks that mention them.
 INTERNALS_RE = re.compile(r"\.reference\b|grading\.exercises|grading\.registry|import registry")
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_NOTEBOOK_TIMEOUT = 600.0
 DEFAULT_MEMORY_MB = 2048.0
 OUTPUT_LIMIT_MB = 64.0
-STARTUP_TIMEOUT = 60.0  # importing numpy + IPython on a busy machine; not the student's time
-MAX_EVENT_LOG_BYTES = 128 * 2**20
-POLL_SECONDS = 0.02
-INTERRUPT_GRACE = 2.0  # seconds a cell gets to stop after SIGINT before the process is killed
+MAX_COPIED_BYTES = 50 * 2**20  # a student's folder copied into the scratch folder, at most
+
+
+class ExerciseDefinitionError(ValueError):
+    """An exercise the grader cannot hand to a worker safely (see :func:`runner_spec`)."""
 
 
 @dataclass
 class Submission:
-    """One notebook to grade and whose it is."""
+    """One notebook to grade, whose it is, and its name as the student knows it."""
 
     path: Path
     student: str
+    name: str = ""  # e.g. "ann/03_backprop.ipynb": relative to the folder given, never absolute
+    own_folder: bool = False  # the notebook sits in a folder of this student's alone
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.path.name
 
     @property
     def key(self) -> str:
-        return str(self.path.resolve())
+        """The gradebook's key: the absolute path (stays on the lecturer's machine)."""
+        return str(Path(os.path.abspath(self.path)))
+
+
+@dataclass
+class Staged:
+    """A submission hashed and copied before the batch: ``folder`` holds the private copy."""
+
+    submission: Submission
+    sha256: str
+    folder: Path | None
+    problem: str = ""  # why it cannot be graded (a symbolic link, unreadable…)
 
 
 @dataclass
@@ -106,6 +114,8 @@ class SubmissionResult:
     graded_at: str
     duration_s: float
     notes: list[str] = field(default_factory=list)
+    status: str = "graded"  # or Status.UNREADABLE / NO_EXERCISES / CRASHED (no exercises run)
+    sandbox: str = "bubblewrap"
 
     @property
     def score(self) -> float:
@@ -116,7 +126,34 @@ class SubmissionResult:
         return sum(e.max_score for e in self.exercises)
 
 
-# --- which notebooks, whose, which exercises ---------------------------------------------
+@dataclass
+class Settings:
+    """How to grade: limits, the sandbox, the folders the workers must not see."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT
+    memory_mb: float = DEFAULT_MEMORY_MB
+    sandbox: Sandbox = field(default_factory=lambda: Sandbox("none", reason="not chosen"))
+    hide: list[Path] = field(default_factory=list)
+    python: str = sys.executable
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# --- read: which notebooks, whose, copied before the batch -----------------------------
+
+
+def _notebooks_under(folder: Path) -> list[Path]:
+    """Every ``.ipynb`` below ``folder`` (symbolic links to folders are not followed)."""
+    found = []
+    for here, dirs, files in os.walk(folder, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
+        for name in sorted(files):
+            if name.endswith(".ipynb") and ".new." not in name and ".backup-" not in name:
+                found.append(Path(here) / name)
+    return sorted(found)
 
 
 def collect_submissions(paths: list[str | Path]) -> list[Submission]:
@@ -129,34 +166,80 @@ def collect_submissions(paths: list[str | Path]) -> list[Submission]:
     found: dict[str, Submission] = {}
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
-            for nb in sorted(path.rglob("*.ipynb")):
-                if ".ipynb_checkpoints" in nb.parts or ".new." in nb.name or ".backup-" in nb.name:
-                    continue
+        if path.is_dir() and not path.is_symlink():
+            for nb in _notebooks_under(path):
                 rel = nb.relative_to(path)
-                student = rel.parts[0] if len(rel.parts) > 1 else nb.stem
-                found.setdefault(str(nb.resolve()), Submission(nb, student))
-        elif path.is_file():
-            named_by_course = CHAPTER_FILE_RE.match(path.name) and path.resolve().parent.name
-            student = path.resolve().parent.name if named_by_course else path.stem
-            found.setdefault(str(path.resolve()), Submission(path, student))
+                own = len(rel.parts) > 1
+                student = rel.parts[0] if own else nb.stem
+                sub = Submission(nb, student, rel.as_posix(), own_folder=own)
+                found.setdefault(sub.key, sub)
+        elif path.is_file() or path.is_symlink():
+            parent = Path(os.path.abspath(path)).parent
+            named_by_course = CHAPTER_FILE_RE.match(path.name)
+            student = parent.name if named_by_course else path.stem
+            name = f"{parent.name}/{path.name}" if named_by_course else path.name
+            sub = Submission(path, student, name, own_folder=bool(named_by_course))
+            found.setdefault(sub.key, sub)
         else:
             raise FileNotFoundError(f"no such notebook or folder: {raw}")
     return list(found.values())
 
 
-def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
-    """The exercises a notebook answers: its chapter's (from ``NN_`` in the file name) plus
-    every id it mentions in ``check("N.M", …)``, ``# Exercise N.M`` or a stub message."""
+def _copy_regular_files(source: Path, target: Path, budget: int) -> int:
+    """Copy the regular files directly in ``source`` (no links, no sub-folders)."""
+    for entry in sorted(source.iterdir()):
+        info = os.lstat(entry)
+        if stat.S_ISREG(info.st_mode) and info.st_size <= budget and not entry.suffix == ".ipynb":
+            shutil.copyfile(entry, target / entry.name, follow_symlinks=False)
+            budget -= info.st_size
+    return budget
+
+
+def stage(submissions: list[Submission], root: Path) -> list[Staged]:
+    """Hash and copy every submission into ``root`` (private) before any student code runs.
+
+    A notebook in a folder of the student's own brings that folder's other regular files
+    (data, helper modules) along; one in a shared folder comes alone. A symbolic link is
+    never followed: it may point at another student's work.
+    """
+    staged = []
+    for k, sub in enumerate(submissions):
+        if os.path.islink(sub.path):
+            staged.append(Staged(sub, "", None, "the notebook is a symbolic link: not graded"))
+            continue
+        try:
+            data = Path(sub.path).read_bytes()
+        except OSError as exc:
+            staged.append(Staged(sub, "", None, f"the notebook cannot be read ({exc.strerror})"))
+            continue
+        folder = root / f"{k:05d}"
+        folder.mkdir()
+        (folder / "notebook.ipynb").write_bytes(data)
+        if sub.own_folder:
+            _copy_regular_files(Path(sub.path).parent, folder, MAX_COPIED_BYTES - len(data))
+            (folder / Path(sub.path).name).write_bytes(data)
+        staged.append(Staged(sub, hashlib.sha256(data).hexdigest(), folder))
+    return staged
+
+
+def answered_exercises(nb: dict, file_name: str) -> tuple[list[Exercise], list[str]]:
+    """The exercises a notebook answers, and notes for the lecturer.
+
+    Its chapter's (from ``NN_`` in the file name), every id it mentions in
+    ``check("N.M", …)``, ``# Exercise N.M`` or a stub message, and every exercise whose
+    answer it defines (``def dual_mul``): a renamed notebook with its checks deleted counts.
+    """
     ids: set[str] = set()
     notes: list[str] = []
     text = "\n".join(code_sources(nb))
     for pattern in (CHECK_CALL_RE, EXERCISE_COMMENT_RE, STUB_RE):
         ids.update(pattern.findall(text))
-    chapter = CHAPTER_FILE_RE.match(path.name)
     known = {e.id: e for e in registry.all_exercises()}
+    chapter = CHAPTER_FILE_RE.match(file_name)
     if chapter:
         ids.update(i for i, e in known.items() if e.chapter == int(chapter.group(1)))
+    defined = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.M))
+    ids.update(i for i, e in known.items() if e.answer in defined)
     for unknown in sorted(ids - set(known)):
         notes.append(f"the notebook mentions exercise {unknown}, which does not exist")
     if INTERNALS_RE.search(text):
@@ -165,341 +248,287 @@ def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
     return chosen, notes
 
 
-# --- running the student's process ---------------------------------------------------------
+def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
+    """:func:`answered_exercises` of a notebook file."""
+    return answered_exercises(nb, Path(path).name)
+
+
+def runner_spec(exercise: Exercise) -> dict:
+    """How the worker finds ``exercise.run``: a module-level function in a module that
+    holds no references (no ``EXERCISES``), imported by name or loaded from its file."""
+    run = exercise.run
+    module = sys.modules.get(getattr(run, "__module__", ""), None)
+    name = getattr(run, "__name__", "")
+    if module is None or getattr(module, name, None) is not run:
+        raise ExerciseDefinitionError(
+            f"exercise {exercise.id}: run must be a module-level function (got {run!r}), so "
+            "the student's process can import it without the exercise"
+        )
+    if hasattr(module, "EXERCISES"):
+        raise ExerciseDefinitionError(
+            f"exercise {exercise.id}: run lives in {module.__name__}, which defines the "
+            "exercises (and their references); move it to a module of runners"
+        )
+    return {"module": module.__name__, "file": getattr(module, "__file__", None), "name": name}
+
+
+# --- plan ---------------------------------------------------------------------------------
 
 
 @dataclass
-class WorkerRun:
-    """What one worker process reported before it finished, died or was stopped."""
+class Plan:
+    """What one notebook is graded on: its cells, and per exercise the cases and references."""
 
-    events: list[dict]
-    finished: bool
-    stopped_for: str | None  # "timeout" when the grader killed it, else None
-    interrupted_cells: list[int]  # cells stopped by an interrupt (the run went on after them)
-    phase: tuple[str, Any]  # ("startup"|"cell"|"exercise"|"between", index or id)
-    exit_description: str
-    output_tail: str
+    cells: list[str]
+    exercises: list[Exercise]
+    cases: dict[str, list[Case]]
+    expected: dict[str, list[Any]]
+    notes: list[str]
 
 
-class _EventReader:
-    """Reads the JSON-lines events file as it grows; ignores malformed lines.
+def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
+    """The plan for a staged notebook, or the result of one that cannot be run at all."""
+    sub = staged.submission
 
-    The file is opened once, before the worker starts, so renaming or deleting it from the
-    notebook cannot hide the events.
-    """
+    def without(status: Status, note: str) -> SubmissionResult:
+        return SubmissionResult(sub, [], staged.sha256, seed, _now(), 0.0, [note], str(status))
 
-    def __init__(self, path: Path) -> None:
-        self.file = open(path, "rb")  # closed by close()
-        self.consumed = 0
-        self.partial = b""
-
-    def read_new(self) -> list[dict]:
-        if self.consumed >= MAX_EVENT_LOG_BYTES:
-            return []
-        chunk = self.file.read(MAX_EVENT_LOG_BYTES - self.consumed)
-        self.consumed += len(chunk)
-        lines = (self.partial + chunk).split(b"\n")
-        self.partial = lines.pop()
-        events = []
-        for line in lines:
-            try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(event, dict) and isinstance(event.get("event"), str):
-                events.append(event)
-        return events
-
-    def close(self) -> None:
-        self.file.close()
-
-
-def _tail(path: Path, n: int = 1500) -> str:
+    if staged.folder is None:
+        return without(Status.UNREADABLE, staged.problem)
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - n))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _kill_everything(proc: subprocess.Popen, token: str) -> None:
-    """Kill the worker's session and every process that inherited this run's token."""
-    for attempt in range(3):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        survivors = _processes_with_token(token)
-        for pid in survivors:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if not survivors and attempt:
-            break
-        time.sleep(0.05)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
-def _processes_with_token(token: str) -> list[int]:
-    """PIDs whose environment carries ``TOKEN_ENV=token`` (Linux /proc; elsewhere none)."""
-    needle = f"{TOKEN_ENV}={token}".encode()
-    pids = []
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
-        return pids
-    for entry in proc_dir.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "did not exit"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"was killed by {name}"
-    return f"exited with code {returncode}"
-
-
-def run_worker(
-    request: dict, *, cwd: Path, timeout: float, workdir: Path, python: str = sys.executable
-) -> WorkerRun:
-    """Start one worker on ``request`` and supervise it until it finishes or is stopped."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    request_path, events_path, output_path = (
-        workdir / "request.json",
-        workdir / "events.jsonl",
-        workdir / "output.txt",
-    )
-    request_path.write_text(json.dumps(request))
-    events_path.write_bytes(b"")
-    reader = _EventReader(events_path)
-    token = secrets.token_hex(16)
-    extra = [*registry.extra_modules(), os.environ.get(registry.ENV_EXTRA_MODULES, "")]
-    env = dict(os.environ)
-    env.update(
-        {
-            "AUTODIFF_LAB_GRADING": "1",
-            TOKEN_ENV: token,
-            registry.ENV_EXTRA_MODULES: os.pathsep.join(filter(None, extra)),
-            "MPLBACKEND": "Agg",
-            "IPYTHONDIR": str(workdir / "ipython"),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
-    )
-    n_steps = len(request["cells"]) + len(request["exercises"]) + 1
-    budget = STARTUP_TIMEOUT + timeout * n_steps  # bounds even a process forging events
-    with open(output_path, "wb") as output:
-        proc = subprocess.Popen(
-            [python, "-m", "autodiff_lab.grading.worker", str(request_path), str(events_path)],
-            stdin=subprocess.DEVNULL,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
-    events: list[dict] = []
-    phase: tuple[str, Any] = ("startup", None)
-    started = phase_started = time.monotonic()
-    finished = False
-    stopped_for = None
-    interrupted_at: float | None = None  # when the current cell was sent SIGINT
-    interrupted_cells: list[int] = []
-    try:
-        while True:
-            exited = proc.poll() is not None
-            for event in reader.read_new():
-                events.append(event)
-                kind = event["event"]
-                if kind in ("cell", "exercise"):
-                    phase = (kind, event.get("index", event.get("id")))
-                    phase_started, interrupted_at = time.monotonic(), None
-                elif kind in ("ready", "cell_done", "exercise_done", "answer_missing"):
-                    phase = ("between", None)
-                    phase_started, interrupted_at = time.monotonic(), None
-                elif kind == "finished":
-                    finished = True
-            if exited or finished:
-                break
-            now = time.monotonic()
-            limit = STARTUP_TIMEOUT if phase[0] == "startup" else timeout
-            if now - started > budget:
-                stopped_for = "timeout"
-                break
-            if now - phase_started > limit:
-                # A cell that runs too long is interrupted, as in Jupyter: KeyboardInterrupt
-                # ends it and the next cell runs in the same process. If the code swallows
-                # the interrupt, the process is killed after a grace period.
-                if phase[0] == "cell" and interrupted_at is None:
-                    interrupted_at = now
-                    interrupted_cells.append(phase[1])
-                    try:
-                        os.kill(proc.pid, signal.SIGINT)
-                    except ProcessLookupError:
-                        pass
-                elif interrupted_at is None or now - interrupted_at > INTERRUPT_GRACE:
-                    stopped_for = "timeout"
-                    break
-            time.sleep(POLL_SECONDS)
-    finally:
-        _kill_everything(proc, token)
-    for event in reader.read_new():  # whatever arrived between the last read and the kill
-        events.append(event)
-        finished = finished or event["event"] == "finished"
-    reader.close()
-    return WorkerRun(
-        events=events,
-        finished=finished,
-        stopped_for=stopped_for,
-        interrupted_cells=interrupted_cells,
-        phase=phase,
-        exit_description=_describe_exit(proc.returncode),
-        output_tail=_tail(output_path),
-    )
-
-
-# --- grading one notebook ----------------------------------------------------------------
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def grade_submission(
-    submission: Submission,
-    *,
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: float = DEFAULT_MEMORY_MB,
-    seed: int | None = None,
-    python: str = sys.executable,
-) -> SubmissionResult:
-    """Grade one notebook (see the module docstring for how)."""
-    started = time.monotonic()
-    path = submission.path
-    seed = secrets.randbits(31) if seed is None else int(seed)
-    sha = sha256_file(path)
-    try:
-        nb = read_notebook(path)
-    except Exception as exc:  # not JSON, not a notebook, …
-        return SubmissionResult(
-            submission, [], sha, seed, _now(), time.monotonic() - started,
-            [f"could not read the notebook: {type(exc).__name__}: {exc}"],
-        )  # fmt: skip
-    exercises, notes = exercises_in(nb, path)
+        nb = read_notebook(staged.folder / "notebook.ipynb")
+    except BuildError as exc:  # not JSON, nbformat 3, …: say so without the grader's paths
+        reason = str(exc).split(" is ", 1)[-1]
+        return without(Status.UNREADABLE, f"could not read the notebook: it is {reason}")
+    exercises, notes = answered_exercises(nb, Path(sub.path).name)
     if not exercises:
-        notes.append("no exercises found in this notebook")
-        return SubmissionResult(
-            submission, [], sha, seed, _now(), time.monotonic() - started, notes
-        )
-
-    cells = code_sources(nb)
-    plan: dict[str, tuple[Exercise, list, list]] = {}
+        return without(Status.NO_EXERCISES, "no exercises found in this notebook")
+    cases, expected = {}, {}
     for exercise in exercises:
-        cases = exercise.cases(np.random.default_rng(case_seed(exercise.id, seed)))
-        expected = [exercise.reference(copy.deepcopy(c.inputs)) for c in cases]
-        plan[exercise.id] = (exercise, cases, expected)
-    outcomes: dict[str, list[Outcome | None]] = {i: [None] * len(p[1]) for i, p in plan.items()}
-    exercise_notes: dict[str, str] = {}
-    missing: set[str] = set()
-    killed_cells: dict[int, tuple[str, str]] = {}  # cell index -> (outcome kind, note)
-    # Timed out and interrupted; a rerun runs them again (with the same timeout), because
-    # they may define things before their endless part, as they did the first time.
-    interrupted_cells: set[int] = set()
-    remaining = [e.id for e in exercises]
-    workdir = Path(tempfile.mkdtemp(prefix="autodiff-lab-grade-"))
-    try:
-        attempt = 0
-        while remaining:
-            attempt += 1
-            request = {
-                "cells": cells,
-                "skip_cells": sorted(killed_cells),
-                "exercises": [
-                    {"id": i, "cases": [to_plain(c.inputs) for c in plan[i][1]]} for i in remaining
-                ],
-                "memory_mb": memory_mb,
-                "output_mb": OUTPUT_LIMIT_MB,
-            }
-            run = run_worker(
-                request, cwd=path.resolve().parent, timeout=timeout,
-                workdir=workdir / f"run{attempt}", python=python,
-            )  # fmt: skip
-            interrupted = {
-                i: f"code cell {i + 1} did not finish within {timeout:g} s"
-                for i in run.interrupted_cells
-            }
-            interrupted_cells.update(interrupted)
-            done = _absorb(run.events, plan, outcomes, missing, notes, interrupted)
-            remaining = [i for i in remaining if i not in done]
-            if run.finished or not remaining:
-                for i in remaining:  # "finished" but silent about an exercise: forged or lost
-                    _fill(outcomes[i], Outcome(CRASH, message="no answer was received"))
-                break
-            kind = TIMEOUT if run.stopped_for == "timeout" else CRASH
-            what = (
-                f"did not finish within {timeout:g} s"
-                if kind == TIMEOUT
-                else f"stopped the process, which {run.exit_description}"
-            )
-            stage, where = run.phase
-            if stage == "cell" and isinstance(where, int) and where not in killed_cells:
-                killed_cells[where] = (kind, f"code cell {where + 1} {what}")
-                notes.append(f"code cell {where + 1} {what}; it was skipped on a rerun")
-            elif stage == "exercise" and where in remaining:
-                case_index = next((k for k, o in enumerate(outcomes[where]) if o is None), None)
-                if case_index is not None:
-                    case_name = plan[where][1][case_index].name
-                    outcomes[where][case_index] = Outcome(kind, message=what)
-                    _fill(outcomes[where], Outcome(NOT_RUN))
-                    exercise_notes[where] = f"Case '{case_name}' {what}."
-                remaining.remove(where)
-            else:  # died before any cell, or between steps: nothing to skip, nothing to retry
-                reason = f"the grading process {what}"
-                if stage == "startup" and run.output_tail.strip():
-                    reason += f": {run.output_tail.strip().splitlines()[-1][:200]}"
-                notes.append(reason)
-                for i in remaining:
-                    _fill(outcomes[i], Outcome(kind, message=what))
-                    exercise_notes[i] = reason[0].upper() + reason[1:] + "."
-                break
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        cases[exercise.id] = exercise.cases(np.random.default_rng(case_seed(exercise.id, seed)))
+        expected[exercise.id] = [
+            exercise.reference(copy.deepcopy(c.inputs)) for c in cases[exercise.id]
+        ]
+    return Plan(code_sources(nb), exercises, cases, expected, notes)
 
-    # Cells that were stopped: an answer they mention may never have been defined.
+
+# --- run isolated -------------------------------------------------------------------------
+
+
+def _paths_workers_need(exercises: list[Exercise]) -> list[Path]:
+    """Read-only folders and files a worker needs, bound back inside hidden folders."""
+    import autodiff_lab
+
+    keep = {Path(sys.prefix), Path(sys.base_prefix), Path(autodiff_lab.__file__).parent}
+    keep.update(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    for exercise in exercises:
+        file = runner_spec(exercise)["file"]
+        if file and not Path(file).is_relative_to(Path(autodiff_lab.__file__).parent):
+            keep.add(Path(file))
+    return sorted(keep)
+
+
+def _paths_workers_must_not_see(settings: Settings, submissions: list[Submission]) -> list[Path]:
+    """The course folder, home, submissions, exports, solutions and the references."""
+    import autodiff_lab
+
+    package = Path(autodiff_lab.__file__).parent
+    hide = {Path.cwd(), Path.home(), package / "grading" / "exercises"}
+    hide.update(p / "solutions" for p in (Path.cwd(), package.parent))
+    hide.update(Path(os.path.abspath(s.path)).parent for s in submissions)
+    hide.update(Path(os.path.abspath(s.path)).parent.parent for s in submissions if s.own_folder)
+    hide.update(Path(os.path.abspath(p)) for p in settings.hide)
+    return sorted(hide)
+
+
+@dataclass
+class _Progress:
+    """What the workers reported so far for one notebook."""
+
+    outcomes: dict[str, list[Outcome | None]]
+    missing: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    exercise_notes: dict[str, str] = field(default_factory=dict)
+    killed_cells: dict[int, tuple[str, str]] = field(default_factory=dict)
+    interrupted_cells: set[int] = field(default_factory=set)
+
+
+def run_isolated(
+    plan: Plan,
+    scratch_source: Path,
+    settings: Settings,
+    keep: list[Path],
+    hide: list[Path],
+    stop: threading.Event | None = None,
+) -> _Progress:
+    """Run the notebook in workers until every exercise has answers or a reason why not."""
+    progress = _Progress({e.id: [None] * len(plan.cases[e.id]) for e in plan.exercises})
+    remaining = [e.id for e in plan.exercises]
+    deadline = time.monotonic() + settings.notebook_timeout
+    timeout = settings.timeout
+    attempt = 0
+    while remaining:
+        attempt += 1
+        scratch = scratch_source.parent / f"{scratch_source.name}-run{attempt}"
+        shutil.copytree(scratch_source, scratch, symlinks=True)
+        by_id = {e.id: e for e in plan.exercises}
+        request = {
+            "cells": plan.cells,
+            "skip_cells": sorted(progress.killed_cells),
+            "exercises": [
+                {
+                    "id": i,
+                    "answer": by_id[i].answer,
+                    "run": runner_spec(by_id[i]),
+                    "cases": [to_plain(c.inputs) for c in plan.cases[i]],
+                }
+                for i in remaining
+            ],
+            "timeout": timeout,
+            "memory_mb": settings.memory_mb,
+            "output_mb": OUTPUT_LIMIT_MB,
+        }
+        run = run_worker(
+            request, sandbox=settings.sandbox, scratch=scratch, keep=keep, hide=hide,
+            timeout=timeout, deadline=deadline, stop=stop, python=settings.python,
+        )  # fmt: skip
+        shutil.rmtree(scratch, ignore_errors=True)
+        done = _absorb(run.events, plan, progress, timeout)
+        remaining = [i for i in remaining if i not in done]
+        if run.finished or not remaining:
+            for i in remaining:  # "finished" but silent about an exercise: forged or lost
+                _fill(progress.outcomes[i], Outcome(CRASH, message="no answer was received"))
+            break
+        if not _after_a_stopped_run(run, plan, progress, remaining, settings):
+            break
+    return progress
+
+
+def _after_a_stopped_run(
+    run: WorkerRun, plan: Plan, progress: _Progress, remaining: list[str], settings: Settings
+) -> bool:
+    """Record why a worker stopped early; True when another worker should carry on."""
+    if run.stopped_for in ("deadline", "stopped"):
+        what = (
+            f"the notebook used up its total time of {settings.notebook_timeout:g} s"
+            if run.stopped_for == "deadline"
+            else "grading was stopped (Ctrl-C) while this notebook ran"
+        )
+        progress.notes.append(what)
+        for i in remaining:
+            _fill(progress.outcomes[i], Outcome(TIMEOUT, message=what))
+            progress.exercise_notes.setdefault(i, what[0].upper() + what[1:] + ".")
+        return False
+    kind = TIMEOUT if run.stopped_for == "timeout" else CRASH
+    what = (
+        f"did not finish within {settings.timeout:g} s"
+        if kind == TIMEOUT
+        else f"ended the notebook's process, which {run.exit_description}"
+    )
+    stage, where = run.phase
+    if stage == "cell" and isinstance(where, int) and where not in progress.killed_cells:
+        progress.killed_cells[where] = (kind, f"code cell {where + 1} {what}")
+        progress.notes.append(f"code cell {where + 1} {what}; it was skipped on a rerun")
+        return True
+    if stage == "exercise" and where in remaining:
+        outcomes = progress.outcomes[where]
+        case_index = next((k for k, o in enumerate(outcomes) if o is None), None)
+        if case_index is not None:
+            case_name = plan.cases[where][case_index].name
+            outcomes[case_index] = Outcome(kind, message=what)
+            _fill(outcomes, Outcome(NOT_RUN))
+            progress.exercise_notes[where] = f"Case '{case_name}' {what}."
+        remaining.remove(where)
+        return True
+    # Died before any cell, or between steps: nothing to skip, nothing to retry.
+    reason = f"the notebook's process {what}"
+    if stage == "startup" and run.output_tail.strip():
+        reason += f" while starting: {run.output_tail.strip().splitlines()[-1][:200]}"
+    progress.notes.append(reason)
+    for i in remaining:
+        _fill(progress.outcomes[i], Outcome(kind, message=what))
+        progress.exercise_notes[i] = reason[0].upper() + reason[1:] + "."
+    return False
+
+
+def _fill(outcomes: list[Outcome | None], outcome: Outcome) -> None:
+    for k, existing in enumerate(outcomes):
+        if existing is None:
+            outcomes[k] = outcome
+
+
+def _absorb(events: list[dict], plan: Plan, progress: _Progress, timeout: float) -> set[str]:
+    """Record the answers a worker reported; return the exercises it completed.
+
+    Events come from the student's process, so any shape may arrive: an event that does
+    not fit is that case's failure (when it names one) or ignored, never a crash.
+    """
+    done: set[str] = set()
+    for event in events:
+        kind, ex_id, index = event.get("event"), event.get("id"), event.get("index")
+        if kind == "cell_done":
+            _note_cell(event, progress, timeout)
+            continue
+        if not isinstance(ex_id, str) or ex_id not in progress.outcomes:
+            continue
+        if kind in ("answer_missing", "exercise_done"):
+            done.add(ex_id)
+            if kind == "answer_missing":
+                progress.missing.add(ex_id)
+        elif kind == "case":
+            outcomes = progress.outcomes[ex_id]
+            if type(index) is not int or not 0 <= index < len(outcomes):
+                continue
+            if outcomes[index] is None:  # the first report counts
+                outcomes[index] = _decode_outcome(event)
+    return done
+
+
+def _note_cell(event: dict, progress: _Progress, timeout: float) -> None:
+    index, error = event.get("index"), event.get("error")
+    if type(index) is not int or not error:
+        return
+    if event.get("interrupted") is True:
+        progress.interrupted_cells.add(index)
+        note = f"code cell {index + 1} did not finish within {timeout:g} s; it was interrupted"
+    else:
+        note = f"code cell {index + 1} raised {str(error)[:200]}"
+    if note not in progress.notes:
+        progress.notes.append(note)
+
+
+def _decode_outcome(event: dict) -> Outcome:
+    kind = event.get("kind")
+    message = str(event.get("message") or "")[:500]
+    if kind == VALUE:
+        try:
+            return Outcome(VALUE, from_plain(event.get("value")))
+        except Exception as exc:
+            return Outcome(ERROR, message=f"the answer could not be decoded: {exc}"[:300])
+    if kind in (NOT_IMPLEMENTED, ERROR, CRASH):
+        return Outcome(kind, message=message)
+    return Outcome(ERROR, message="malformed answer from the notebook's process")
+
+
+# --- judge --------------------------------------------------------------------------------
+
+
+def judge(plan: Plan, progress: _Progress, timeout: float) -> list[ExerciseResult]:
+    """Every exercise's verdict, from the references and what the workers reported."""
     stopped_cells = {
         **{i: (TIMEOUT, f"code cell {i + 1} did not finish within {timeout:g} s")
-           for i in interrupted_cells},
-        **killed_cells,
+           for i in progress.interrupted_cells},
+        **progress.killed_cells,
     }  # fmt: skip
     results = []
-    for exercise in exercises:
-        _, cases, expected = plan[exercise.id]
-        outs = outcomes[exercise.id]
-        note = exercise_notes.get(exercise.id, "")
-        if exercise.id in missing:
+    for exercise in plan.exercises:
+        cases, expected = plan.cases[exercise.id], plan.expected[exercise.id]
+        outs = progress.outcomes[exercise.id]
+        note = progress.exercise_notes.get(exercise.id, "")
+        if exercise.id in progress.missing:
             # Blame a stopped cell only if it mentions the answer's name (it may define it).
             kind, why = next(
-                (fate for i, fate in sorted(stopped_cells.items()) if exercise.answer in cells[i]),
+                (f for i, f in sorted(stopped_cells.items()) if exercise.answer in plan.cells[i]),
                 (NOT_IMPLEMENTED, ""),
             )
             note = f"`{exercise.answer}` is not defined in the notebook" + (
@@ -510,61 +539,49 @@ def grade_submission(
             o if o is not None else Outcome(CRASH, message="no answer was received") for o in outs
         ]
         results.append(judge_exercise(exercise, cases, outs, expected, attempt=1, note=note))
-    return SubmissionResult(
-        submission, results, sha, seed, _now(), time.monotonic() - started, notes
+    return results
+
+
+def grade_staged(
+    staged: Staged,
+    seed: int,
+    settings: Settings,
+    keep_hide: tuple[list[Path], list[Path]] | None = None,
+    stop: threading.Event | None = None,
+) -> SubmissionResult:
+    """Read → plan → run isolated → judge one staged notebook."""
+    started = time.monotonic()
+    plan = plan_submission(staged, seed)
+    if isinstance(plan, SubmissionResult):
+        plan.sandbox = settings.sandbox.kind
+        return plan
+    keep, hide = keep_hide or (
+        _paths_workers_need(plan.exercises),
+        _paths_workers_must_not_see(settings, [staged.submission]),
     )
+    progress = run_isolated(plan, staged.folder, settings, keep, hide, stop)
+    results = judge(plan, progress, settings.timeout)
+    notes = plan.notes + progress.notes
+    if not settings.sandbox.isolated:
+        notes.append(NO_SANDBOX_NOTE)
+    return SubmissionResult(
+        staged.submission, results, staged.sha256, seed, _now(), time.monotonic() - started,
+        notes, sandbox=settings.sandbox.kind,
+    )  # fmt: skip
 
 
-def _fill(outcomes: list[Outcome | None], outcome: Outcome) -> None:
-    for k, existing in enumerate(outcomes):
-        if existing is None:
-            outcomes[k] = outcome
+def grade_submission(
+    submission: Submission, *, seed: int | None = None, settings: Settings | None = None
+) -> SubmissionResult:
+    """Grade one notebook on its own (stages it in a temporary folder first)."""
+    settings = settings or Settings()
+    with tempfile.TemporaryDirectory(prefix="autodiff-lab-grade-") as root:
+        (staged,) = stage([submission], Path(root))
+        seed = secrets.randbits(31) if seed is None else int(seed)
+        return grade_staged(staged, seed, settings)
 
 
-def _absorb(events, plan, outcomes, missing, notes, interrupted) -> set[str]:
-    """Record the answers reported by a worker; return the exercises it completed."""
-    done: set[str] = set()
-    for event in events:
-        kind, ex_id = event["event"], event.get("id")
-        if kind == "cell_done" and event.get("error"):
-            index = event.get("index")
-            if isinstance(index, int):
-                note = f"code cell {index + 1} raised {str(event['error'])[:200]}"
-                if index in interrupted:
-                    note = f"{interrupted[index]}; it was interrupted"
-                if note not in notes:
-                    notes.append(note)
-        if ex_id not in plan:
-            continue
-        if kind == "answer_missing":
-            missing.add(ex_id)
-            done.add(ex_id)
-        elif kind == "exercise_done":
-            done.add(ex_id)
-        elif kind == "case":
-            index = event.get("index")
-            if not isinstance(index, int) or not 0 <= index < len(outcomes[ex_id]):
-                continue
-            if outcomes[ex_id][index] is not None:
-                continue  # the first report counts
-            outcomes[ex_id][index] = _decode_outcome(event)
-    return done
-
-
-def _decode_outcome(event: dict) -> Outcome:
-    kind = event.get("kind")
-    message = str(event.get("message") or "")[:500]
-    if kind == VALUE:
-        try:
-            return Outcome(VALUE, from_plain(event.get("value")))
-        except Exception as exc:
-            return Outcome(ERROR, message=f"the answer could not be decoded: {exc}")
-    if kind in (NOT_IMPLEMENTED, ERROR, CRASH):
-        return Outcome(kind, message=message)
-    return Outcome(ERROR, message="malformed answer")
-
-
-# --- a batch -----------------------------------------------------------------------------
+# --- a batch ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -575,6 +592,9 @@ class BatchSummary:
     graded: list[SubmissionResult]
     skipped: list[Submission]
     errors: list[tuple[Submission, str]]
+    seed: int = 0
+    interrupted: bool = False
+    crashed_before: list[Submission] = field(default_factory=list)
 
 
 def grade_batch(
@@ -583,56 +603,114 @@ def grade_batch(
     *,
     jobs: int = 1,
     regrade: bool = False,
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: float = DEFAULT_MEMORY_MB,
     seed: int | None = None,
+    settings: Settings | None = None,
     progress: bool | None = None,
-    on_graded=None,
+    on_graded: Callable[[SubmissionResult], None] | None = None,
 ) -> BatchSummary:
     """Grade many notebooks, ``jobs`` at a time, recording each in ``gradebook`` as it ends.
 
-    Parallelism: each job is a thread that supervises one student process; the work runs
-    in those processes, so threads are enough here and keep every gradebook write in this
-    thread. A submission whose grading fails inside the grader itself is reported and left
-    ungraded (a rerun retries it); it never stops the batch.
+    One secret seed per batch (``secrets``; recorded with every submission) gives every
+    student the same cases. Each job is a thread supervising one worker process; every
+    gradebook write happens in this thread. A submission left "in progress" by a grader
+    that died is tried once more on its own; if the grader dies again on it, the next run
+    records it as crashed. Ctrl-C stops the workers, keeps what is recorded, and raises
+    ``KeyboardInterrupt`` after marking the summary ``interrupted``.
     """
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from tqdm import tqdm
 
+    settings = settings or Settings()
     registry.all_exercises()  # import every exercise module once, before any thread starts
-    todo, skipped = [], []
-    for sub in submissions:
-        if not regrade and gradebook.is_graded(sub.key, sha256_file(sub.path)):
-            skipped.append(sub)
-        else:
-            todo.append(sub)
-    summary = BatchSummary(submissions, [], skipped, [])
-    if not todo:
-        return summary
-    pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)))
+    seed = secrets.randbits(31) if seed is None else int(seed)
+    root = Path(tempfile.mkdtemp(prefix="autodiff-lab-grade-"))
+    summary = BatchSummary(submissions, [], [], [], seed)
+    stop = threading.Event()
     try:
-        futures = {
-            pool.submit(grade_submission, sub, timeout=timeout, memory_mb=memory_mb, seed=seed): sub
-            for sub in todo
-        }
-        # progress=None: a bar only when stderr is a terminal (tqdm's disable=None).
+        staged_all = stage(submissions, root)
+        left_running = gradebook.in_progress()
+        first, rest = [], []
+        for st in staged_all:
+            key = st.submission.key
+            if not regrade and gradebook.is_graded(key, st.sha256):
+                summary.skipped.append(st.submission)
+            elif not regrade and left_running.get(key, (None, 0))[0] == st.sha256:
+                if left_running[key][1]:  # already retried alone: the grader died on it again
+                    result = _grader_died_on(st, seed, settings)
+                    gradebook.record(result)
+                    summary.crashed_before.append(st.submission)
+                else:
+                    first.append(st)
+            else:
+                rest.append(st)
+        if not first and not rest:
+            return summary
+        keep = _paths_workers_need(registry.all_exercises())
+        hide = _paths_workers_must_not_see(settings, submissions)
         disable = None if progress is None else not progress
-        bar = tqdm(
-            as_completed(futures), total=len(futures), desc="grading", unit="notebook",
-            disable=disable,
-        )  # fmt: skip
-        for future in bar:
-            sub = futures[future]
-            try:
-                result = future.result()
-            except Exception as exc:  # a grader bug or a broken exercise: report, go on
-                summary.errors.append((sub, f"{type(exc).__name__}: {exc}"))
-                continue
-            gradebook.record(result)
-            summary.graded.append(result)
-            if on_graded is not None:
-                on_graded(result)
+        bar = tqdm(total=len(first) + len(rest), desc="grading", unit="notebook", disable=disable)
+        pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)))
+        try:
+            for queue, width in ((first, 1), (rest, max(1, int(jobs)))):
+                running: dict = {}
+                queue = list(queue)
+                while queue or running:
+                    while queue and len(running) < width:
+                        st = queue.pop(0)
+                        gradebook.mark_in_progress(st.submission.key, st.sha256, alone=width == 1)
+                        future = pool.submit(grade_staged, st, seed, settings, (keep, hide), stop)
+                        running[future] = st
+                    finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        st = running.pop(future)
+                        bar.update(1)
+                        try:
+                            result = future.result()
+                        except Exception as exc:  # a grader bug or a broken exercise: report
+                            gradebook.clear_in_progress(st.submission.key)
+                            summary.errors.append((st.submission, f"{type(exc).__name__}: {exc}"))
+                            continue
+                        gradebook.record(result)
+                        summary.graded.append(result)
+                        if on_graded is not None:
+                            on_graded(result)
+        except KeyboardInterrupt:
+            stop.set()
+            summary.interrupted = True
+            for st in [*first, *rest]:
+                if not gradebook.is_graded(st.submission.key, st.sha256):
+                    gradebook.clear_in_progress(st.submission.key)
+            raise
+        finally:
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            bar.close()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(root, ignore_errors=True)
     return summary
+
+
+def _grader_died_on(staged: Staged, seed: int, settings: Settings) -> SubmissionResult:
+    """The record of a notebook during which the grader itself died, twice."""
+    note = (
+        "the grader stopped (was killed) twice while grading this notebook, the second time "
+        "grading it alone; it was not run again (grade it with --regrade to try once more)"
+    )
+    plan = plan_submission(staged, seed)
+    if isinstance(plan, SubmissionResult):
+        return plan
+    results = [
+        judge_exercise(
+            e,
+            plan.cases[e.id],
+            [Outcome(CRASH, message=note) for _ in plan.cases[e.id]],
+            plan.expected[e.id],
+            note=note[0].upper() + note[1:] + ".",
+        )  # fmt: skip
+        for e in plan.exercises
+    ]
+    return SubmissionResult(
+        staged.submission, results, staged.sha256, seed, _now(), 0.0, [note],
+        sandbox=settings.sandbox.kind,
+    )  # fmt: skip

@@ -4,7 +4,10 @@ The course's exercises live in ``autodiff_lab/grading/exercises/chNN.py`` (each 
 ``EXERCISES``) and are imported on first use. Extra modules — a lecturer's own exercises,
 or a test's purpose-made one — can be added with :func:`load_module` or listed (file paths
 or module names, separated by ``os.pathsep``) in the environment variable
-``AUTODIFF_LAB_EXERCISE_MODULES``, which the grader also passes to the student's process.
+``AUTODIFF_LAB_EXERCISE_MODULES``. Only the grader loads exercises: the student's process
+imports each exercise's ``run`` from a module of its own (see
+:mod:`autodiff_lab.grading.runners`). A module loaded by path can import such a module
+from its own folder, which is added to the end of ``sys.path``.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ def _load_module(name_or_path: str) -> list[Exercise]:
         if not path.is_file():
             raise FileNotFoundError(f"exercise module {name_or_path!r} does not exist")
         mod_name = f"_autodiff_lab_extra_{abs(hash(str(path.resolve())))}"
+        if str(path.resolve().parent) not in sys.path:
+            sys.path.append(str(path.resolve().parent))  # its runners module, beside it
         spec = importlib.util.spec_from_file_location(mod_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module

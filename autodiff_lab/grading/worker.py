@@ -1,20 +1,28 @@
 """The student's side of grading: run a notebook's code, then answer the grader's cases.
 
-Started by :mod:`autodiff_lab.grading.grader` as a fresh process per submission::
+Started by :mod:`autodiff_lab.grading.supervise` as a fresh process per submission (in
+the sandbox when there is one), with two inherited file descriptors::
 
-    python -m autodiff_lab.grading.worker REQUEST.json EVENTS.jsonl
+    python -P -s -m autodiff_lab.grading.worker REQUEST_FD EVENTS_FD
 
 It limits its own memory and file sizes first, then runs the notebook's code cells in
 order with IPython's shell (so ``%magics`` work; an error in a cell is recorded and the
 next cell runs, as a lecturer pressing "Run All, continue on error" would). Then, for each
-exercise, it calls ``exercise.run(answer, inputs)`` on the inputs the grader sent and
-reports the plain-data result. It never judges anything: the reference and the comparison
-live in the grader. Progress and answers go to the events file, one JSON object per line,
-so the grader can tell which cell or exercise was running when a limit was hit.
+exercise, it imports the exercise's student-side ``run`` by name (from
+:mod:`autodiff_lab.grading.runners`, or the file the request names) and reports
+``run(answer, inputs)`` for each input the grader sent. That is all this process holds:
+no exercise objects, no references, no mistake detectors — it never imports the exercise
+modules or the registry, so there is nothing here to find, patch or call. Progress and
+answers go to the events descriptor, one JSON object per line.
+
+``-P`` (``PYTHONSAFEPATH``): the notebook's folder is added to ``sys.path`` after the
+standard library, so a student's ``random.py`` or ``resource.py`` shadows nothing.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
 import resource
@@ -27,6 +35,12 @@ _dumps = json.dumps
 _exit = os._exit
 
 MAX_EVENT_BYTES = 16 * 2**20  # one answer larger than this is refused
+
+
+class AnswerTooLarge(ValueError):
+    """An answer whose JSON exceeds MAX_EVENT_BYTES."""
+
+
 MAX_PRINTED_BYTES = 2**20  # student output kept (the rest is dropped, not buffered)
 
 
@@ -50,13 +64,16 @@ def limit_resources(memory_mb: float, output_mb: float) -> None:
 class Events:
     """Append-only JSON-lines channel to the grader (unbuffered: each event is one write)."""
 
-    def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
 
     def emit(self, **event) -> None:
         data = (_dumps(event, separators=(",", ":")) + "\n").encode()
         if len(data) > MAX_EVENT_BYTES:
-            raise ValueError(f"event of {len(data)} bytes is too large")
+            raise AnswerTooLarge(
+                f"answer too large to send ({len(data) / 2**20:.0f} MB; "
+                f"the limit is {MAX_EVENT_BYTES // 2**20} MB)"
+            )
         while data:
             written = _write(self.fd, data)
             data = data[written:]
@@ -101,6 +118,40 @@ class BoundedOutput:
         return True
 
 
+class _CellAlarm:
+    """Interrupts a cell after ``seconds`` (``KeyboardInterrupt``, as Jupyter's stop button)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        signal.signal(signal.SIGALRM, self._ring)
+
+    def _ring(self, *_args) -> None:
+        self.fired = True
+        raise KeyboardInterrupt(f"the cell did not finish within {self.seconds:g} s")
+
+    def __enter__(self) -> _CellAlarm:
+        self.fired = False
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def load_runner(spec: dict):
+    """The exercise's ``run`` function: ``{"module": name, "file": path or None, "name": …}``."""
+    name, file = str(spec["module"]), spec.get("file")
+    if file and not name.startswith("autodiff_lab."):
+        module_spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(name)
+    return getattr(module, str(spec["name"]))
+
+
 def run(request: dict, events: Events) -> None:
     """Run the cells, then every requested exercise's cases, reporting as we go."""
     sys.stdout = BoundedOutput(1)
@@ -109,14 +160,16 @@ def run(request: dict, events: Events) -> None:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from . import registry
     from .checking import run_answer
     from .plaindata import PlainDataError, from_plain, to_plain
     from .scoring import CRASH, ERROR, VALUE, short_error
 
+    runners = {item["id"]: load_runner(item["run"]) for item in request["exercises"]}
     config = Config()
     config.HistoryManager.enabled = False
     shell = InteractiveShell.instance(config=config)
+    sys.path.append(os.getcwd())  # after the standard library: helper modules, no shadowing
+    alarm = _CellAlarm(float(request["timeout"]))
     events.emit(event="ready")
 
     skip = set(request.get("skip_cells", []))
@@ -125,25 +178,26 @@ def run(request: dict, events: Events) -> None:
             continue
         events.emit(event="cell", index=index)
         try:
-            result = shell.run_cell(source, store_history=False)
+            with alarm:
+                result = shell.run_cell(source, store_history=False)
             error = result.error_before_exec or result.error_in_exec
             message = short_error(error) if error is not None else None
         except BaseException as exc:  # the shell catches almost everything; be sure
             message = short_error(exc)
-        events.emit(event="cell_done", index=index, error=message)
+        events.emit(event="cell_done", index=index, error=message, interrupted=alarm.fired)
 
     memory_note = f"ran out of memory (the limit is {request['memory_mb']:g} MB)"
     for item in request["exercises"]:
-        exercise = registry.get(item["id"])
-        events.emit(event="exercise", id=exercise.id)
-        answer = shell.user_ns.get(exercise.answer)
+        exercise_id, answer_name = item["id"], item["answer"]
+        events.emit(event="exercise", id=exercise_id)
+        answer = shell.user_ns.get(answer_name)
         if answer is None:
-            events.emit(event="answer_missing", id=exercise.id)
+            events.emit(event="answer_missing", id=exercise_id)
             continue
         for index, encoded in enumerate(item["cases"]):
-            events.emit(event="case_start", id=exercise.id, index=index)
+            events.emit(event="case_start", id=exercise_id, index=index)
             try:
-                outcome = run_answer(exercise, answer, from_plain(encoded))
+                outcome = run_answer(runners[exercise_id], answer_name, answer, from_plain(encoded))
             except BaseException as exc:  # KeyboardInterrupt raised by student code, say
                 outcome = None
                 kind, value, message = ERROR, None, short_error(exc)
@@ -158,28 +212,29 @@ def run(request: dict, events: Events) -> None:
                         kind, message = ERROR, f"the result is not plain data: {exc}"
             try:
                 events.emit(
-                    event="case",
-                    id=exercise.id,
-                    index=index,
-                    kind=kind,
-                    value=value,
+                    event="case", id=exercise_id, index=index, kind=str(kind), value=value,
                     message=message,
-                )
+                )  # fmt: skip
+            except AnswerTooLarge as exc:
+                events.emit(
+                    event="case", id=exercise_id, index=index, kind=ERROR, value=None,
+                    message=str(exc),
+                )  # fmt: skip
             except (ValueError, TypeError, OverflowError, OSError, MemoryError) as exc:
                 events.emit(
-                    event="case", id=exercise.id, index=index, kind=ERROR, value=None,
-                    message=f"the result could not be sent: {type(exc).__name__}",
+                    event="case", id=exercise_id, index=index, kind=ERROR, value=None,
+                    message=f"the answer could not be sent ({type(exc).__name__}: {exc})"[:300],
                 )  # fmt: skip
-        events.emit(event="exercise_done", id=exercise.id)
+        events.emit(event="exercise_done", id=exercise_id)
     events.emit(event="finished")
 
 
 def main(argv: list[str]) -> None:
-    request_path, events_path = argv
-    with open(request_path) as f:
-        request = json.load(f)
+    request_fd, events_fd = (int(a) for a in argv)
+    with os.fdopen(request_fd, "rb") as f:
+        request = json.loads(f.read())
     limit_resources(request["memory_mb"], request["output_mb"])
-    events = Events(events_path)
+    events = Events(events_fd)
     events.emit(event="started", pid=os.getpid())
     try:
         run(request, events)
