@@ -213,3 +213,50 @@ def test_pictures_and_structure(cells):
         assert needed in markdown
     timed = [c for c in cells if "perf_counter" in "".join(c["source"])]
     assert timed and all("nbval-ignore-output" in c["metadata"].get("tags", []) for c in timed)
+
+
+def _neuron_by_hand(neuron, x):
+    """micrograd's neuron: b + w1*x1 + ... + wn*xn, one node per * and per +."""
+    act = sum((wi * xi for wi, xi in zip(neuron.w, x)), neuron.b)
+    return act.relu() if neuron.nonlin else act
+
+
+def test_one_neuron_is_three_operation_nodes_instead_of_2n_plus_1():
+    """nn.py's docstring: dot, + b, activation — against n *, n + and the activation."""
+    from autodiff_lab import Value
+    from autodiff_lab.graph import topological_order
+
+    for n in (1, 2, 7):
+        neuron = nn.Neuron(n, rng=0)
+        x = [Value(float(k + 1)) for k in range(n)]
+        leaves = n + n + 1  # weights, inputs, bias
+        assert len(topological_order(neuron(x))) == leaves + 3
+        assert len(topological_order(_neuron_by_hand(neuron, x))) == leaves + 2 * n + 1
+
+
+@pytest.mark.slow
+def test_the_dot_node_makes_a_scalar_training_step_several_times_faster():
+    """nn.Neuron's docstring: 'a training step several times faster' than the sum of
+    products (measured ~3.5x: fastest of 5 full-batch steps on 100 moons points)."""
+
+    def mlp_by_hand(model, x):
+        for layer in model.layers:
+            x = [_neuron_by_hand(neuron, x) for neuron in layer.neurons]
+        return x[0]
+
+    X, y01 = data.make_moons(100, noise=0.1, seed=0)
+    model = nn.MLP(2, [16, 16, 1], rng=0)
+
+    def fastest_step(forward) -> float:
+        best = math.inf
+        for _ in range(5):
+            start = time.perf_counter()
+            model.zero_grad()
+            scores = [forward(row) for row in X.tolist()]
+            nn.svm_hinge(scores, 2 * y01 - 1, model.parameters()).backward()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    by_hand = fastest_step(lambda row: mlp_by_hand(model, row))
+    with_dot = fastest_step(model)
+    assert by_hand > 2 * with_dot, (by_hand, with_dot)
