@@ -297,9 +297,9 @@ def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
         return without(Status.UNREADABLE, staged.problem)
     try:
         nb = read_notebook(staged.folder / "notebook.ipynb")
-    except BuildError as exc:  # not JSON, nbformat 3, …: say so without the grader's paths
-        reason = str(exc).split(" is ", 1)[-1]
-        return without(Status.UNREADABLE, f"could not read the notebook: it is {reason}")
+    except BuildError:  # not JSON, nbformat 3, …: say so without the grader's paths
+        why = _why_unreadable(staged.folder / "notebook.ipynb")
+        return without(Status.UNREADABLE, f"could not read the notebook: {why}")
     exercises, notes = answered_exercises(nb, Path(sub.path).name)
     if not exercises:
         return without(Status.NO_EXERCISES, "no exercises found in this notebook")
@@ -310,6 +310,25 @@ def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
             exercise.reference(copy.deepcopy(c.inputs)) for c in cases[exercise.id]
         ]
     return Plan(code_sources(nb), exercises, cases, expected, notes)
+
+
+def _why_unreadable(path: Path) -> str:
+    """One line a student understands: what is wrong with the file."""
+    import json
+
+    try:
+        nb = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        return "it is not text (UTF-8)"
+    except json.JSONDecodeError as exc:
+        return f"it is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    version = nb.get("nbformat") if isinstance(nb, dict) else None
+    if version != 4:
+        return (
+            f"it is a version {version} notebook; only version 4 can be graded "
+            "(open it in Jupyter and save it again)"
+        )
+    return "it has a malformed cell"
 
 
 # --- run isolated -------------------------------------------------------------------------
