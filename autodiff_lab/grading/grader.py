@@ -462,12 +462,30 @@ def _after_a_stopped_run(
     # Died before any cell, or between steps: nothing to skip, nothing to retry.
     reason = f"the notebook's process {what}"
     if stage == "startup" and run.output_tail.strip():
-        reason += f" while starting: {run.output_tail.strip().splitlines()[-1][:200]}"
+        reason += f" while starting: {_scrub(run.output_tail.strip().splitlines()[-1])[:200]}"
     progress.notes.append(reason)
     for i in remaining:
         _fill(progress.outcomes[i], Outcome(kind, message=what))
         progress.exercise_notes[i] = reason[0].upper() + reason[1:] + "."
     return False
+
+
+def _scrub(text: str) -> str:
+    """Text from the student's process without the grader's folders (shown to students)."""
+    import autodiff_lab
+
+    folders = {
+        tempfile.gettempdir(): "/tmp",
+        str(Path(autodiff_lab.__file__).parent): "autodiff_lab",
+        sys.prefix: "<python>",
+        sys.base_prefix: "<python>",
+        str(Path.cwd()): ".",
+        str(Path.home()): "~",
+    }
+    for folder, short in sorted(folders.items(), key=lambda kv: -len(kv[0])):
+        if len(folder) > 1:
+            text = text.replace(folder, short)
+    return text
 
 
 def _fill(outcomes: list[Outcome | None], outcome: Outcome) -> None:
@@ -511,14 +529,14 @@ def _note_cell(event: dict, progress: _Progress, timeout: float) -> None:
         progress.interrupted_cells.add(index)
         note = f"code cell {index + 1} did not finish within {timeout:g} s; it was interrupted"
     else:
-        note = f"code cell {index + 1} raised {str(error)[:200]}"
+        note = f"code cell {index + 1} raised {_scrub(str(error))[:200]}"
     if note not in progress.notes:
         progress.notes.append(note)
 
 
 def _decode_outcome(event: dict) -> Outcome:
     kind = event.get("kind")
-    message = str(event.get("message") or "")[:500]
+    message = _scrub(str(event.get("message") or ""))[:500]
     if kind == VALUE:
         try:
             return Outcome(VALUE, from_plain(event.get("value")))
