@@ -7,7 +7,7 @@ Two families share one :class:`Module` base:
   weighted sum ``w1*x1 + ... + wn*xn`` as **one** ``Value.dot`` node (d/dwi = xi,
   d/dxi = wi), then ``+ b`` and the activation: three operation nodes per neuron, where
   micrograd's plain sum of products makes 2n + 1 (n ``*``, n ``+``, the activation).
-  Still one Python object per neuron and per point: slow next to the tensor engine.
+  Every node is a Python object, built again for every point: slow next to tensors.
 - **Tensor** (on :class:`~autodiff_lab.Tensor`): :class:`Linear`, :class:`Sequential`,
   :class:`ReLU`, :class:`Tanh`, :class:`Sigmoid`, :class:`TensorMLP`. A layer is one
   matrix product ``x @ W + b`` for a whole batch; numpy does the arithmetic.

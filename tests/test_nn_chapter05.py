@@ -161,6 +161,16 @@ def test_vanishing_gradient_claims_of_the_text(cells):
     text = _text(cells)
     assert "steps 11-100 with every weight gradient exactly 0 (dead ReLUs): over 90 %" in text
 
+    def turns(momentum: float) -> int:  # how often the last layer's norm changes direction
+        dash = TrainingDashboard(
+            seed=0, depth=6, activation="sigmoid", steps_per_frame=150, momentum=momentum
+        )
+        dash.run(150)
+        slope = np.sign(np.diff(np.array(dash.history["grad_norms"])[:, -1]))
+        return int(np.sum(slope[1:] != slope[:-1]))
+
+    assert turns(0.9) > 20 and turns(0.0) < 5  # "the zig-zag is momentum"
+
 
 def _fastest_epoch(model, as_input, X, y, batch_size: int, repeats: int = 7) -> float:
     opt = optim.SGD(model.parameters(), lr=0.05)
@@ -181,7 +191,7 @@ def test_speed_claims_of_the_text(cells):
     of 10, more than 30x on the full batch of 100 — and a larger lead for the larger batch."""
     X, y01 = data.make_moons(100, noise=0.1, seed=0)
     y = 2 * y01 - 1
-    ratios = {}
+    ratios, tensor_step = {}, {}
     for batch_size in (10, 100):
         scalar = _fastest_epoch(
             nn.MLP(2, [16, 16, 1], rng=0), lambda m, xb: [m(r) for r in xb.tolist()], X, y,
@@ -191,7 +201,10 @@ def test_speed_claims_of_the_text(cells):
             nn.TensorMLP(2, [16, 16, 1], rng=0), lambda m, xb: m(Tensor(xb)), X, y, batch_size
         )
         ratios[batch_size] = scalar / tensor
+        tensor_step[batch_size] = tensor / (100 // batch_size)
     assert ratios[10] > 10 and ratios[100] > 30 and ratios[100] > 2 * ratios[10], ratios
+    # "a step on 100 points takes about as long as a step on 10"
+    assert 0.5 < tensor_step[100] / tensor_step[10] < 3, tensor_step
     markdown = _markdown(cells)
     assert "more than 10×" in markdown and "more than 30×" in markdown
     assert "hundred times" not in markdown
