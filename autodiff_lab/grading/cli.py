@@ -152,7 +152,7 @@ def run_grade(args: argparse.Namespace) -> int:
         if not args.quiet:
             print_table(book, keys)
         for sub in summary.crashed_before:
-            print(f"recorded as crashed (the grader died on it twice): {sub.name}")
+            print(f"recorded as crashed (the grader died while grading it alone): {sub.name}")
         print(
             f"graded {len(summary.graded)}, skipped {len(summary.skipped)} already graded "
             f"(--regrade to redo), {len(summary.errors)} grader errors; gradebook: {args.db}"

@@ -650,8 +650,8 @@ def grade_batch(
     One secret seed per batch (``secrets``; recorded with every submission) gives every
     student the same cases. Each job is a thread supervising one worker process; every
     gradebook write happens in this thread. A submission left "in progress" by a grader
-    that died is tried once more on its own; if the grader dies again on it, the next run
-    records it as crashed. Ctrl-C stops the workers, keeps what is recorded, and raises
+    that died while it ran alone is recorded as crashed; one that ran beside others is
+    first tried again alone, so only the one that kills the grader is blamed. Ctrl-C stops the workers, keeps what is recorded, and raises
     ``KeyboardInterrupt`` after marking the summary ``interrupted``.
     """
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -673,7 +673,7 @@ def grade_batch(
             if not regrade and gradebook.is_graded(key, st.sha256):
                 summary.skipped.append(st.submission)
             elif not regrade and left_running.get(key, (None, 0))[0] == st.sha256:
-                if left_running[key][1]:  # already retried alone: the grader died on it again
+                if left_running[key][1]:  # it ran alone when the grader died: it is to blame
                     result = _grader_died_on(st, seed, settings)
                     gradebook.record(result)
                     summary.crashed_before.append(st.submission)
@@ -729,10 +729,10 @@ def grade_batch(
 
 
 def _grader_died_on(staged: Staged, seed: int, settings: Settings) -> SubmissionResult:
-    """The record of a notebook during which the grader itself died, twice."""
+    """The record of a notebook the grader itself died on while grading it alone."""
     note = (
-        "the grader stopped (was killed) twice while grading this notebook, the second time "
-        "grading it alone; it was not run again (grade it with --regrade to try once more)"
+        "the grader itself was killed while grading this notebook alone; it was not run "
+        "again (grade it with --regrade to try once more)"
     )
     plan = plan_submission(staged, seed)
     if isinstance(plan, SubmissionResult):

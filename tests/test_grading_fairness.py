@@ -1,0 +1,248 @@
+"""Honest students never lose marks, and the results are what a lecturer uploads.
+
+One batch WITHOUT a sandbox (``--sandbox none``, run as ``python -m autodiff_lab.cli`` so
+its start line can be read) covers: look-alike student names, a file name that is HTML,
+an nbformat 3 notebook, a renamed notebook with its checks deleted, one exercise answered
+in three notebooks, identical notebooks, an answer too large to send. Then: a student
+who SIGKILLs the grader, Ctrl-C in the middle of a batch, ``--require-sandbox`` with no
+sandbox, and stack walking when there is no sandbox.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
+
+from autodiff_lab.grading.gradebook import Gradebook
+
+SETUP = "import math\nimport numpy as np"
+HTML_NAME = "<img src=x onerror=alert(1)>"
+HALF_RIGHT_DSIN = "import math\n\ndef dsin(x):\n    return math.cos(x) if x > 0 else 0.0"
+WRONG_DSIN = "def dsin(x):\n    return 1.0"
+STUBS = 'def square(x):\n    raise NotImplementedError("Exercise 97.2: square")'
+
+
+def grade(args: list[str], cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    """``autodiff-lab grade ARGS`` in a fresh process (so it may be killed or interrupted)."""
+    argv = [sys.executable, "-m", "autodiff_lab.cli", "grade", *args, "--quiet"]
+    argv += ["--exercises-module", EXERCISES_MODULE, "--timeout", "10", "--sandbox", "none"]
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fairness")
+    subs = root / "submissions"
+    write_notebook(subs / "ann lee" / "97_work.ipynb", [SETUP, *CORRECT.values()])
+    write_notebook(subs / "ann_lee" / "97_work.ipynb", [SETUP, STUBS])
+    write_notebook(subs / f"{HTML_NAME}.ipynb", [SETUP, CORRECT["square"]])
+    (subs / "old").mkdir()
+    (subs / "old" / "97_work.ipynb").write_text(json.dumps({"nbformat": 3, "worksheets": []}))
+    write_notebook(subs / "renamed" / "my_homework.ipynb", [SETUP, CORRECT["dsin"]])
+    for name, dsin in (("97_a", WRONG_DSIN), ("97_b", CORRECT["dsin"]), ("97_c", WRONG_DSIN)):
+        write_notebook(subs / "triple" / f"{name}.ipynb", [SETUP, dsin])
+    for k in range(3):
+        write_notebook(subs / f"twin{k}" / "97_work.ipynb", [SETUP, HALF_RIGHT_DSIN])
+    big = "def scale(v, a):\n    return np.zeros(5_000_000)"
+    write_notebook(subs / "big" / "97_work.ipynb", [SETUP, big])
+    before = sorted((p, p.stat().st_mtime_ns) for p in subs.rglob("*"))
+    names = [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "summary.csv")]
+    paths = {k: root / v for k, v in [*names, ("report", "reports")]}
+    done = grade(
+        [str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]), "--summary",
+         str(paths["summary"]), "--report", str(paths["report"]), "--report-format", "html",
+         "-j", "2", "--memory", "1024"],
+        cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with open(paths["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(paths["summary"], newline="") as f:
+        summary = list(csv.reader(f))
+    return {"root": root, "subs": subs, "paths": paths, "rows": rows, "summary": summary,
+            "done": done, "before": before}  # fmt: skip
+
+
+def rows_of(batch, student):
+    return {r["exercise"]: r for r in batch["rows"] if r["student"] == student}
+
+
+def test_grading_without_a_sandbox_says_so_everywhere(batch):
+    assert (
+        batch["done"]
+        .stderr.splitlines()[0]
+        .startswith("WARNING: grading without a sandbox (--sandbox none)")
+    )
+    assert {r["sandbox"] for r in batch["rows"]} == {"none"}
+    page = (batch["paths"]["report"] / "ann_lee.html").read_text()
+    assert "graded WITHOUT a sandbox" in page
+
+
+def test_look_alike_names_get_their_own_reports(batch):
+    reports = {p.name for p in batch["paths"]["report"].iterdir()}
+    assert "ann_lee.html" in reports
+    (ann_space,) = [n for n in reports if n.startswith("ann_lee-")]
+    assert "Feedback for ann lee" in (batch["paths"]["report"] / ann_space).read_text()
+    assert "16 / 16 points" in (batch["paths"]["report"] / ann_space).read_text()
+    assert "0 / 16 points" in (batch["paths"]["report"] / "ann_lee.html").read_text()
+
+
+def test_html_in_a_file_name_is_shown_as_text(batch):
+    (page,) = [p for p in batch["paths"]["report"].iterdir() if p.name.startswith("_img")]
+    text = page.read_text()
+    assert "<img" not in text
+    assert "<h1>Feedback for &lt;img src=x onerror=alert(1)&gt;</h1>" in text
+    assert "<h2>&lt;img src=x onerror=alert(1)&gt;.ipynb: 6 / 6 points</h2>" in text
+    with Gradebook(batch["paths"]["db"]) as book:
+        (md,) = [p for p in book.write_reports(batch["root"] / "md") if p.name.startswith("_img")]
+    heading = md.read_text().splitlines()[0]
+    assert heading == r"# Feedback for &lt;img src=x onerror=alert\(1\)&gt;"
+
+
+def test_every_student_appears_with_a_status(batch):
+    assert rows_of(batch, "old")[""]["status"] == "unreadable"
+    assert "version 3 notebook" in rows_of(batch, "old")[""]["feedback"]
+    renamed = rows_of(batch, "renamed")  # no chapter in its name, no check(): its def counts
+    assert (renamed["97.1"]["status"], renamed["97.1"]["points"]) == ("passed", "6.0")
+    students = [row[0] for row in batch["summary"][1:]]
+    assert students == sorted(
+        ["ann lee", "ann_lee", HTML_NAME, "big", "old", "renamed", "triple"]
+        + [f"twin{k}" for k in range(3)]
+    )
+
+
+def test_one_exercise_in_three_notebooks_counts_once_at_its_best(batch):
+    triple = rows_of(batch, "triple")  # 97_a, 97_b and 97_c: chapter 97's three exercises
+    assert list(triple) == ["97.1", "97.2", "97.3"]
+    assert (triple["97.1"]["points"], triple["97.1"]["notebook"]) == ("6.0", "triple/97_b.ipynb")
+
+
+def test_the_summary_csv_has_one_row_per_student(batch):
+    header, *rows = batch["summary"]
+    assert header == ["student", "total", "maximum", "97_work"]
+    table = {row[0]: row[1:] for row in rows}
+    assert table["ann lee"] == ["16", "16", "16"]  # every exercise of chapter 97: 6 + 6 + 4
+    assert table["triple"] == ["6", "16", "6"]
+    assert table["old"] == ["0", "16", "0"]
+
+
+def test_identical_notebooks_get_identical_points_from_one_recorded_seed(batch):
+    twins = [rows_of(batch, f"twin{k}")["97.1"]["points"] for k in range(3)]
+    assert len(set(twins)) == 1 and 0 < float(twins[0]) < 6
+    with sqlite3.connect(batch["paths"]["db"]) as conn:
+        seeds = {s for (s,) in conn.execute("SELECT seed FROM submissions")}
+    assert len(seeds) == 1
+
+
+def test_an_answer_too_large_to_send_says_so(batch):
+    feedback = rows_of(batch, "big")["97.3"]["feedback"]
+    assert "answer too large to send (" in feedback and "the limit is 16 MB" in feedback
+
+
+def test_grading_writes_nothing_into_submissions_and_shows_no_grader_paths(batch):
+    after = sorted((p, p.stat().st_mtime_ns) for p in batch["subs"].rglob("*"))
+    assert after == batch["before"]
+    shown = batch["paths"]["csv"].read_text() + "".join(
+        p.read_text() for p in batch["paths"]["report"].iterdir()
+    )
+    assert str(batch["root"]) not in shown and "/tmp/" not in shown
+
+
+def test_a_student_who_kills_the_grader_is_recorded_as_crashed_on_rerun(tmp_path):
+    subs = tmp_path / "subs"
+    write_notebook(subs / "a_killer" / "97_work.ipynb", ["import os\nos.kill(os.getppid(), 9)"])
+    write_notebook(subs / "b_honest" / "97_work.ipynb", [SETUP, *CORRECT.values()])
+    args = [str(subs), "--db", str(tmp_path / "book.sqlite"), "--out", str(tmp_path / "g.csv")]
+    first = grade(args, cwd=tmp_path)
+    assert first.returncode == -signal.SIGKILL
+    second = grade(args, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert (
+        "recorded as crashed (the grader died while grading it alone): a_killer/97_work.ipynb"
+        in (second.stdout)
+    )
+    with open(tmp_path / "g.csv", newline="") as f:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(f)}
+    assert rows[("a_killer", "97.1")]["status"] == "crashed"
+    assert (
+        "The grader itself was killed while grading this notebook alone"
+        in rows[("a_killer", "97.1")]["feedback"]
+    )
+    assert {rows[("b_honest", e)]["status"] for e in ("97.1", "97.2", "97.3")} == {"passed"}
+
+
+def test_ctrl_c_keeps_what_is_graded_and_says_how_to_resume(tmp_path):
+    subs = tmp_path / "subs"
+    write_notebook(subs / "a" / "97_work.ipynb", [SETUP, *CORRECT.values()])
+    write_notebook(subs / "b" / "97_work.ipynb", ["import time\ntime.sleep(8)", CORRECT["dsin"]])
+    db = tmp_path / "book.sqlite"
+    argv = [sys.executable, "-m", "autodiff_lab.cli", "grade", str(subs), "--db", str(db),
+            "--quiet", "--sandbox", "none", "--exercises-module", EXERCISES_MODULE]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _graded(db):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"interrupted: 1 of 2 notebooks are graded and saved in {db}" in err
+    assert "run the same command again to grade the rest" in err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM in_progress").fetchone()[0] == 0
+        assert [s for (s,) in conn.execute("SELECT student FROM submissions")] == ["a"]
+
+
+def _graded(db: Path) -> bool:
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] >= 1
+    except sqlite3.Error:
+        return False
+
+
+def test_require_sandbox_refuses_to_grade_without_one(tmp_path, monkeypatch, capsys):
+    load_test_exercises()
+    write_notebook(tmp_path / "s" / "97_work.ipynb", [SETUP, CORRECT["dsin"]])
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap on this PATH
+    db = tmp_path / "book.sqlite"
+    assert run_cli(["grade", str(tmp_path / "s"), "--db", str(db), "--require-sandbox"]) == 2
+    assert "a sandbox is required but bwrap is not installed" in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_without_a_sandbox_the_worker_still_holds_no_references(tmp_path):
+    """gc and stack walking find no exercise object: the worker never has one."""
+    hunt = (
+        "import gc, sys\nFOUND = {}\n\n"
+        "def grab(obj):\n"
+        "    if callable(getattr(obj, 'reference', None)):\n"
+        "        FOUND[getattr(obj, 'id', '?')] = obj.reference\n\n"
+        "def dsin(x):\n"
+        "    for obj in gc.get_objects():\n        grab(obj)\n"
+        "    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        for value in [*frame.f_locals.values(), *frame.f_globals.values()]:\n"
+        "            grab(value)\n"
+        "        frame = frame.f_back\n"
+        "    return FOUND['97.1']((x,)) if '97.1' in FOUND else float('nan')"
+    )
+    write_notebook(tmp_path / "subs" / "eve" / "97_work.ipynb", [hunt])
+    out = tmp_path / "g.csv"
+    done = grade([str(tmp_path / "subs"), "--db", str(tmp_path / "b.sqlite"), "--out", str(out)],
+                 cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with open(out, newline="") as f:
+        rows = {r["exercise"]: r for r in csv.DictReader(f)}
+    assert (rows["97.1"]["status"], rows["97.1"]["points"]) == ("failed", "0.0")
+    assert os.environ.get("PWNED") is None
