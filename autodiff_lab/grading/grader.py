@@ -651,8 +651,9 @@ def grade_batch(
     student the same cases. Each job is a thread supervising one worker process; every
     gradebook write happens in this thread. A submission left "in progress" by a grader
     that died while it ran alone is recorded as crashed; one that ran beside others is
-    first tried again alone, so only the one that kills the grader is blamed. Ctrl-C stops the workers, keeps what is recorded, and raises
-    ``KeyboardInterrupt`` after marking the summary ``interrupted``.
+    first tried again alone, so only the one that kills the grader is blamed. Ctrl-C
+    stops the workers, keeps what is recorded, clears the "in progress" marks of the
+    rest and raises ``KeyboardInterrupt``.
     """
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
