@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from grading_testkit import EXERCISES_MODULE, load_test_exercises, write_notebook
 
-from autodiff_lab.grading import close, check, checking, registry
+from autodiff_lab.grading import check, checking, close, registry
 from autodiff_lab.grading.plaindata import PlainDataError, dumps, loads, to_plain
 
 
@@ -38,6 +38,16 @@ def test_close_is_structure_aware():
     assert not close("1.0", 1.0)
     assert not close(None, 0.0)
     assert not close(float("inf"), 1e308)
+
+
+def test_close_is_the_one_rule_for_lists_arrays_and_nan():
+    """One helper for grader, detectors and check(): a list of numbers compares as an array
+    (an ndarray answer to a list reference passes), NaN matches only NaN, everywhere."""
+    nan = float("nan")
+    assert close(np.array([1.0, 2.0]), [1.0, 2.0 + 1e-9])
+    assert close([nan, 1.0], [nan, 1.0]) and close({"x": [nan]}, {"x": [nan]})
+    assert not close([nan, 1.0], [0.0, 1.0]) and not close([0.0], [nan])
+    assert not close([1.0, 2.0], [1.0, 2.0, 3.0]) and not close([True], [1.0])
 
 
 def test_plain_data_round_trip_keeps_types():
