@@ -55,7 +55,7 @@ def close(got: Any, expected: Any, rtol: float = RTOL, atol: float = ATOL) -> bo
             and type(expected) in (bool, np.bool_)
             and (bool(got) == bool(expected))
         )
-    if isinstance(got, (str, bytes, Mapping)) or got is None:
+    if isinstance(got, (str, bytes, Mapping)) or got is None or _has_bools(got):
         return False
     try:
         got_arr = np.asarray(got, dtype=float)
@@ -65,6 +65,13 @@ def close(got: Any, expected: Any, rtol: float = RTOL, atol: float = ATOL) -> bo
     if got_arr.shape != exp_arr.shape:
         return False
     return bool(np.allclose(got_arr, exp_arr, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def _has_bools(got: Any) -> bool:
+    """True for a bool array or a list holding bools (a bool is not a number here)."""
+    if isinstance(got, np.ndarray):
+        return got.dtype == np.bool_
+    return isinstance(got, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in got)
 
 
 def _numbers_only(items: list | tuple) -> bool:
