@@ -49,7 +49,8 @@ def test_solutions_score_full_marks_and_exercises_zero(graded):
         by_folder[row["student"]].append(row)
     names = {(r["student"], r["notebook"]) for r in rows}
     for path in SOLUTIONS:  # every notebook has exercises, in both versions
-        assert ("solutions", path.name) in names and ("exercises", path.name) in names
+        assert ("solutions", f"solutions/{path.name}") in names
+        assert ("exercises", f"exercises/{path.name}") in names
     wrong = [
         (r["notebook"], r["exercise"], r["status"], r["feedback"])
         for r in by_folder["solutions"]
