@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -222,7 +221,8 @@ def test_require_sandbox_refuses_to_grade_without_one(tmp_path, monkeypatch, cap
 
 
 def test_without_a_sandbox_the_worker_still_holds_no_references(tmp_path):
-    """gc and stack walking find no exercise object: the worker never has one."""
+    """gc and stack walking find no exercise object: the worker never has one, nor any
+    module of references (registry, exercise modules)."""
     hunt = (
         "import gc, sys\nFOUND = {}\n\n"
         "def grab(obj):\n"
@@ -237,7 +237,13 @@ def test_without_a_sandbox_the_worker_still_holds_no_references(tmp_path):
         "        frame = frame.f_back\n"
         "    return FOUND['97.1']((x,)) if '97.1' in FOUND else float('nan')"
     )
-    write_notebook(tmp_path / "subs" / "eve" / "97_work.ipynb", [hunt])
+    loaded = (
+        "import sys\nheld = [m for m in sys.modules if m.startswith(("
+        "'autodiff_lab.grading.exercises', 'autodiff_lab.grading.registry', "
+        "'grading_testkit_exercises'))]\n"
+        "if held:\n    raise RuntimeError(held)"
+    )
+    write_notebook(tmp_path / "subs" / "eve" / "97_work.ipynb", [hunt, loaded])
     out = tmp_path / "g.csv"
     done = grade([str(tmp_path / "subs"), "--db", str(tmp_path / "b.sqlite"), "--out", str(out)],
                  cwd=tmp_path)  # fmt: skip
@@ -245,4 +251,6 @@ def test_without_a_sandbox_the_worker_still_holds_no_references(tmp_path):
     with open(out, newline="") as f:
         rows = {r["exercise"]: r for r in csv.DictReader(f)}
     assert (rows["97.1"]["status"], rows["97.1"]["points"]) == ("failed", "0.0")
-    assert os.environ.get("PWNED") is None
+    with sqlite3.connect(tmp_path / "b.sqlite") as conn:  # no module of references was loaded
+        (notes,) = conn.execute("SELECT notes FROM submissions").fetchone()
+    assert "raised" not in notes
