@@ -52,7 +52,7 @@ def batch(tmp_path_factory):
         write_notebook(subs / "triple" / f"{name}.ipynb", [SETUP, dsin])
     for k in range(3):
         write_notebook(subs / f"twin{k}" / "97_work.ipynb", [SETUP, HALF_RIGHT_DSIN])
-    big = "def scale(v, a):\n    return np.zeros(5_000_000)"
+    big = "def scale(v, a):\n    return np.zeros(5_000_000) if len(v) == 0 else a * np.asarray(v)"
     write_notebook(subs / "big" / "97_work.ipynb", [SETUP, big])
     before = sorted((p, p.stat().st_mtime_ns) for p in subs.rglob("*"))
     names = [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "summary.csv")]
@@ -144,8 +144,12 @@ def test_identical_notebooks_get_identical_points_from_one_recorded_seed(batch):
 
 
 def test_an_answer_too_large_to_send_says_so(batch):
-    feedback = rows_of(batch, "big")["97.3"]["feedback"]
-    assert "answer too large to send (" in feedback and "the limit is 16 MB" in feedback
+    big = rows_of(batch, "big")["97.3"]  # too large on the empty-vector case only
+    assert (big["status"], big["points"]) == ("failed", "3.0")
+    assert (
+        "edge: empty vector: answer too large to send (19 MB; the limit is 16 MB)"
+        in big["feedback"]
+    )
 
 
 def test_grading_writes_nothing_into_submissions_and_shows_no_grader_paths(batch):
