@@ -374,3 +374,14 @@ def test_the_sandbox_is_recorded(batch):
     assert {r["sandbox"] for r in batch["rows"]} == {"bubblewrap"}
     report = (batch["paths"]["report"] / "alice.md").read_text()
     assert "WITHOUT a sandbox" not in report and "/tmp/" not in report
+
+
+def test_hidden_folders_never_include_the_system_and_keeps_are_bound_back():
+    """A lecturer grading from / or /usr must not hide the worker's own programs."""
+    from autodiff_lab.grading.sandbox import _bwrap_arguments
+
+    venv, course = Path("/work/course/.venv"), Path("/work/course")
+    args = _bwrap_arguments(Path("/tmp/x"), [venv], [Path("/"), Path("/usr"), course])
+    hidden = [args[k + 1] for k, a in enumerate(args) if a == "--tmpfs"]
+    assert hidden == ["/tmp"] + ([str(course)] if course.is_dir() else [])
+    assert args[-4:] == ["/tmp/x", "/tmp/submission", "--chdir", "/tmp/submission"]

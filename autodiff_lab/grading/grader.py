@@ -44,7 +44,7 @@ from . import registry
 from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, BuildError, code_sources, read_notebook
 from .checking import case_seed
 from .plaindata import from_plain, to_plain
-from .sandbox import NO_SANDBOX_NOTE, Sandbox
+from .sandbox import NO_SANDBOX_NOTE, Sandbox, choose
 from .scoring import (
     CRASH,
     ERROR,
@@ -133,7 +133,7 @@ class Settings:
     timeout: float = DEFAULT_TIMEOUT
     notebook_timeout: float = DEFAULT_NOTEBOOK_TIMEOUT
     memory_mb: float = DEFAULT_MEMORY_MB
-    sandbox: Sandbox = field(default_factory=lambda: Sandbox("none", reason="not chosen"))
+    sandbox: Sandbox = field(default_factory=choose)  # bubblewrap when it works here
     hide: list[Path] = field(default_factory=list)
     python: str = sys.executable
 

@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SCRATCH_IN_SANDBOX = "/tmp/submission"
+# Never hidden, nor any folder holding one of them: the worker's programs and libraries.
+SYSTEM_FOLDERS = tuple(
+    Path(p) for p in ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc")
+)
 NO_SANDBOX_NOTE = "graded WITHOUT a sandbox (bubblewrap not available): see the README"
 
 
@@ -81,7 +85,8 @@ def _bwrap_arguments(scratch: Path, keep: list[Path], hide: list[Path]) -> list[
     tmp = Path("/tmp")
     inner = [p for p in hide if any(_within(p, k) for k in keep)]
     outer = sorted(
-        {p for p in hide if p not in inner and p != Path("/")}, key=lambda p: len(p.parts)
+        {p for p in hide if p not in inner and not any(_within(s, p) for s in SYSTEM_FOLDERS)},
+        key=lambda p: len(p.parts),
     )
     hidden = [tmp]
     for folder in outer:
