@@ -377,11 +377,17 @@ def test_the_sandbox_is_recorded(batch):
 
 
 def test_hidden_folders_never_include_the_system_and_keeps_are_bound_back():
-    """A lecturer grading from / or /usr must not hide the worker's own programs."""
+    """A lecturer grading from / or /usr must not hide the worker's own programs; a folder
+    the worker needs inside a hidden one is bound back, and one inside that hidden again."""
     from autodiff_lab.grading.sandbox import _bwrap_arguments
 
-    venv, course = Path("/work/course/.venv"), Path("/work/course")
-    args = _bwrap_arguments(Path("/tmp/x"), [venv], [Path("/"), Path("/usr"), course])
-    hidden = [args[k + 1] for k, a in enumerate(args) if a == "--tmpfs"]
-    assert hidden == ["/tmp"] + ([str(course)] if course.is_dir() else [])
+    grading = PACKAGE / "grading"
+    args = _bwrap_arguments(
+        Path("/tmp/x"), [grading], [Path("/"), Path("/usr"), PACKAGE, grading / "exercises"]
+    )
+    mounts = [(a, args[k + 1]) for k, a in enumerate(args) if a in ("--tmpfs", "--ro-bind")]
+    assert mounts == [
+        ("--ro-bind", "/"), ("--tmpfs", "/tmp"), ("--tmpfs", str(PACKAGE)),
+        ("--ro-bind", str(grading)), ("--tmpfs", str(grading / "exercises")),
+    ]  # fmt: skip
     assert args[-4:] == ["/tmp/x", "/tmp/submission", "--chdir", "/tmp/submission"]
