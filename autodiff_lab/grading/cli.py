@@ -85,7 +85,8 @@ def register(subparsers) -> None:
     )
     grade.add_argument(
         "--exercises-module", action="append", default=[], metavar="PATH",
-        help="extra exercise module (.py file defining EXERCISES); may be repeated",
+        help="extra exercise module (.py file defining EXERCISES; each exercise's run "
+        "function in a module of its own, e.g. beside it); may be repeated",
     )  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
     grade.set_defaults(run=run_grade)
