@@ -1,4 +1,6 @@
-"""The cost claims of chapter 02 (notebooks/02_reverse_mode.ipynb), checked with the engine.
+"""The cost claims of chapters 00 and 02, checked with the engine.
+
+Chapter 02 (notebooks/02_reverse_mode.ipynb):
 
 The chapter's timing plots are excluded from nbval (timings differ run to run), so the trend
 they show is asserted here instead:
@@ -12,6 +14,11 @@ Timings use CPU time of this process (`process_time`), the best of a few runs, w
 garbage collector paused, so other programs on a shared machine disturb them little. The
 predicted growth between the two sizes compared is about 16x; the tests ask for 3x. The
 operation counts behind the trend are checked exactly as well.
+
+Chapter 00 (notebooks/00_why_autodiff.ipynb, "Cost proportional to the program"): value and
+derivative by reverse mode cost a roughly constant multiple (about 3) of the recorded forward
+pass as the program grows 64-fold; against the plain float function the multiple is ten to
+fifty, rising over the first sizes and then levelling off.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import time
 
 import pytest
 
-from autodiff_lab import Dual, Value, sin, tanh, topological_order
+from autodiff_lab import Dual, Value, exp, sin, tanh, topological_order
 from autodiff_lab.functional import jvp
 
 # --- the two programs of the chapter -------------------------------------------------------
@@ -176,3 +183,33 @@ def test_forward_mode_wins_by_a_factor_growing_with_the_number_of_outputs():
     # predicted: ratio grows like m, i.e. 16x from m = 4 to m = 64
     assert ratio[64] > 3 * ratio[4], f"reverse/forward time ratio by m: {ratio}"
     assert ratio[64] > 2, f"forward mode should win at m = 64: {ratio}"
+
+
+# --- chapter 00: value and derivative cost a constant times the recorded forward pass ---------
+
+
+def composed(x, n: int):
+    """f applied n times, f(x) = e^(sin x) / (1 + x^2): 5n operations (chapter 00's f_n)."""
+    for _ in range(n):
+        x = exp(sin(x)) / (1 + x**2)
+    return x
+
+
+def chapter00_times(n: int) -> tuple[float, float, float]:
+    """CPU time of f_n on a float, f_n recorded, and f_n recorded + backward."""
+    plain = cpu_time(composed, 1.5, n, repeats=7)
+    recorded = cpu_time(lambda: composed(Value(1.5), n), repeats=7)
+    both = cpu_time(lambda: composed(Value(1.5), n).backward(), repeats=7)
+    return plain, recorded, both
+
+
+def test_chapter00_derivative_costs_a_constant_times_the_recorded_forward_pass():
+    times = {n: chapter00_times(n) for n in (4, 16, 64)}
+    vs_recorded = {n: both / recorded for n, (_, recorded, both) in times.items()}
+    vs_plain = {n: both / plain for n, (plain, _, both) in times.items()}
+    # "about 3" against the recorded pass, not growing with a program 16 times longer
+    assert all(1.5 < r < 6 for r in vs_recorded.values()), vs_recorded
+    assert max(vs_recorded.values()) < 2 * min(vs_recorded.values()), vs_recorded
+    # "ten to fifty" against plain floats, levelling off: far from the 4x growth of n
+    assert all(5 < r < 150 for r in vs_plain.values()), vs_plain
+    assert vs_plain[64] < 2 * vs_plain[16], vs_plain

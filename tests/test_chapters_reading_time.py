@@ -1,0 +1,75 @@
+"""The reading time a chapter states on its first cell ("About N minutes") is measured.
+
+The estimate, for a student who reads the text and runs every cell:
+
+    minutes = (words of Markdown, speaker notes included) / 175 + 1 minute per code cell
+
+175 words a minute is the middle of the usual 150-200 for technical prose with formulas; a
+minute per code cell is for reading the code, running it and looking at its output. Graded
+exercises are not included (each chapter says where they are). A chapter that states a time
+must state one within 25 % of this estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted(p for p in (ROOT / "notebooks").glob("0[0-9]_*.ipynb") if p.stem != "00_start_here")
+WORDS_PER_MINUTE = 175
+MINUTES_PER_CODE_CELL = 1.0
+STATED = re.compile(r"\bAbout (\d+) minutes\b", re.IGNORECASE)
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return src if isinstance(src, str) else "".join(src)
+
+
+def reading_time(path: Path) -> tuple[int, int, float]:
+    """(Markdown words, code cells, estimated minutes) of one chapter notebook."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    words = sum(len(_source(c).split()) for c in cells if c["cell_type"] == "markdown")
+    code = sum(1 for c in cells if c["cell_type"] == "code" and _source(c).strip())
+    return words, code, words / WORDS_PER_MINUTE + MINUTES_PER_CODE_CELL * code
+
+
+def test_the_estimate_counts_words_and_code_cells(tmp_path):
+    """350 words and 3 code cells: 2 + 3 = 5 minutes."""
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "word " * 200, "metadata": {}},
+            {"cell_type": "markdown", "source": ["word " * 100, "word " * 50], "metadata": {}},
+            *({"cell_type": "code", "source": "x = 1", "metadata": {}} for _ in range(3)),
+            {"cell_type": "code", "source": "  \n", "metadata": {}},  # empty: not counted
+        ]
+    }
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb))
+    assert reading_time(path) == (350, 3, pytest.approx(5.0))
+
+
+def test_chapters_00_to_02_state_a_reading_time():
+    stated = [p.stem for p in CHAPTERS if STATED.search(_first_cell(p))]
+    assert {"00_why_autodiff", "01_forward_mode", "02_reverse_mode"} <= set(stated), stated
+
+
+def _first_cell(path: Path) -> str:
+    return _source(json.loads(path.read_text(encoding="utf-8"))["cells"][0])
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_stated_reading_time_is_within_25_percent_of_the_estimate(path):
+    found = STATED.search(_first_cell(path))
+    if found is None:
+        pytest.skip(f"{path.name} states no reading time on its first cell")
+    words, code, minutes = reading_time(path)
+    stated = int(found.group(1))
+    assert abs(stated - minutes) <= 0.25 * minutes, (
+        f"{path.name} says about {stated} minutes; {words} words / {WORDS_PER_MINUTE} + "
+        f"{code} code cells x {MINUTES_PER_CODE_CELL:g} min = {minutes:.0f} minutes"
+    )
