@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted(p for p in (ROOT / "notebooks").glob("0[0-9]_*.ipynb") if p.stem != "00_start_here")
+CHAPTERS = sorted(
+    p for p in (ROOT / "notebooks").glob("0[0-9]_*.ipynb") if p.stem != "00_start_here"
+)
 WORDS_PER_MINUTE = 175
 MINUTES_PER_CODE_CELL = 1.0
 STATED = re.compile(r"\bAbout (\d+) minutes\b", re.IGNORECASE)
