@@ -147,14 +147,14 @@ def test_learning_rate_claims_of_the_text():
 @pytest.mark.slow
 def test_vanishing_gradient_claims_of_the_text(cells):
     """Section 3's dashboard: 6 sigmoid layers start with the first layer's gradient
-    thousands of times smaller than the last's, the ratio falls to about 1 (every layer
+    thousands of times smaller than the last's, the ratio falls below 2 (every layer
     tiny), and the loss stalls at ln 2. A learning rate of 10 kills the ReLUs."""
     deep = TrainingDashboard(seed=0, depth=6, activation="sigmoid", steps_per_frame=300)
     deep.run(300)
     norms = np.array(deep.history["grad_norms"])
     ratio = norms[:, -1] / norms[:, 0]
     assert 1000 < ratio[0] < 100_000
-    assert ratio[-1] < 3 and norms[:, 0].max() < 1e-4
+    assert ratio[-1] < 2 and ratio[200:].max() < 2 and norms[:, 0].max() < 1e-4
     assert abs(deep.history["loss"][-1] - math.log(2)) < 1e-3
     markdown = _markdown(cells)
     assert "momentum 0.9" in markdown and deep.momentum == 0.9
