@@ -258,3 +258,45 @@ def test_without_a_sandbox_the_worker_still_holds_no_references(tmp_path):
     with sqlite3.connect(tmp_path / "b.sqlite") as conn:  # no module of references was loaded
         (notes,) = conn.execute("SELECT notes FROM submissions").fetchone()
     assert "raised" not in notes
+
+
+def test_in_progress_marks_blame_only_a_notebook_that_ran_alone(tmp_path):
+    """Left "in progress" beside others: tried again, alone. Left while alone: crashed."""
+    from autodiff_lab.grading.grader import Settings, collect_submissions, grade_batch, stage
+    from autodiff_lab.grading.sandbox import choose
+
+    load_test_exercises()
+    for name in ("beside", "alone"):
+        write_notebook(tmp_path / "subs" / name / "97_work.ipynb", [SETUP, CORRECT["dsin"]])
+    subs = collect_submissions([tmp_path / "subs"])
+    shas = {st.submission.student: st.sha256 for st in stage(subs, _fresh(tmp_path / "stage"))}
+    with Gradebook(tmp_path / "book.sqlite") as book:
+        for sub in subs:
+            book.mark_in_progress(sub.key, shas[sub.student], alone=sub.student == "alone")
+        summary = grade_batch(subs, book, settings=Settings(sandbox=choose("none")))
+        assert [r.submission.student for r in summary.graded] == ["beside"]
+        assert [s.student for s in summary.crashed_before] == ["alone"]
+        statuses = {(r["student"], r["exercise"]): r["status"] for r in book.best_rows()}
+        assert book.in_progress() == {}
+    assert statuses[("beside", "97.1")] == "passed"
+    assert statuses[("alone", "97.1")] == "crashed"
+
+
+def _fresh(folder: Path) -> Path:
+    folder.mkdir()
+    return folder
+
+
+def test_an_exercise_whose_run_holds_references_is_refused():
+    """The worker imports an exercise's run by module and name: a lambda, or a function in
+    the module that defines the exercises (and so the references), cannot be sent."""
+    from autodiff_lab.grading import registry
+    from autodiff_lab.grading.grader import ExerciseDefinitionError, runner_spec
+
+    load_test_exercises()
+    exercise = registry.get("97.1")
+    assert runner_spec(exercise)["module"] == "grading_testkit_runs"
+    for run in (lambda answer, inputs: 0.0, exercise.cases):  # cases: beside the references
+        bad = type(exercise)(**{**vars(exercise), "run": run})
+        with pytest.raises(ExerciseDefinitionError, match="exercise 97.1: run"):
+            runner_spec(bad)
