@@ -4,8 +4,9 @@ One batch WITHOUT a sandbox (``--sandbox none``, run as ``python -m autodiff_lab
 its start line can be read) covers: look-alike student names, a file name that is HTML,
 an nbformat 3 notebook, a renamed notebook with its checks deleted, one exercise answered
 in three notebooks, identical notebooks, an answer too large to send. Then: a student
-who SIGKILLs the grader, Ctrl-C in the middle of a batch, ``--require-sandbox`` with no
-sandbox, and stack walking when there is no sandbox.
+who SIGKILLs the grader, "in progress" marks, Ctrl-C in the middle of a batch,
+``--require-sandbox`` with no sandbox, stack walking when there is no sandbox, and
+exercises whose ``run`` would bring references into the worker.
 """
 
 from __future__ import annotations

@@ -238,6 +238,7 @@ def batch(tmp_path_factory):
     alice = [
         SETUP,
         "import random\nrandom.seed(1)\nLUCKY = random.random()",
+        "import resource\nassert resource.getrlimit(resource.RLIMIT_AS)[0] == 1024 * 2**20",
         CORRECT["dsin"],
         "from mylib import square",
         CORRECT["scale"],
@@ -301,7 +302,8 @@ FULL = {"97.1": ("passed", 6.0), "97.2": ("passed", 6.0), "97.3": ("passed", 4.0
 def test_honest_students_get_full_marks_next_to_attackers(batch):
     assert points(batch, "alice") == FULL
     assert points(batch, "zed") == FULL
-    # alice's random.py and resource.py shadow nothing (no cell raised), mylib.py imports.
+    # alice's random.py and resource.py shadow nothing (no cell raised: the memory limit is
+    # on), and her mylib.py imports.
     assert notes(batch, "alice") == ""
 
 
