@@ -301,3 +301,21 @@ def test_an_exercise_whose_run_holds_references_is_refused():
         bad = type(exercise)(**{**vars(exercise), "run": run})
         with pytest.raises(ExerciseDefinitionError, match="exercise 97.1: run"):
             runner_spec(bad)
+
+
+def test_the_readme_states_the_graders_defaults():
+    import argparse
+
+    from autodiff_lab.grading import cli as grading_cli
+
+    parser = argparse.ArgumentParser()
+    grading_cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["grade", "x"])
+    assert (args.timeout, args.notebook_timeout, args.memory) == (60.0, 600.0, 2048.0)
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    for claim in (
+        "`--timeout` seconds per cell and per exercise (default 60)",
+        "`--notebook-timeout` seconds for the whole notebook (default 600)",
+        "`--memory` MB (default 2048)",
+    ):
+        assert claim in readme
