@@ -87,7 +87,11 @@ class EventReader:
 
 def _unnamed_file(data: bytes = b"", *, append: bool = False) -> int:
     """A descriptor of a file with no name (so no other process can open it by path)."""
-    fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
+    try:
+        fd = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
+    except (AttributeError, OSError):  # no O_TMPFILE here: a named file, unlinked at once
+        fd, name = tempfile.mkstemp(prefix="autodiff-lab-")
+        os.unlink(name)
     if data:
         os.write(fd, data)
         os.lseek(fd, 0, os.SEEK_SET)
