@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
 
@@ -319,3 +320,22 @@ def test_the_readme_states_the_graders_defaults():
         "`--memory` MB (default 2048)",
     ):
         assert claim in readme
+
+
+def test_a_process_that_dies_between_steps_gets_one_clear_sentence():
+    from autodiff_lab.grading import registry
+    from autodiff_lab.grading.grader import Plan, Settings, _after_a_stopped_run, _Progress
+    from autodiff_lab.grading.sandbox import choose
+    from autodiff_lab.grading.supervise import WorkerRun
+
+    load_test_exercises()
+    exercise = registry.get("97.2")
+    cases = exercise.cases(np.random.default_rng(0))
+    plan = Plan(["pass"], [exercise], {"97.2": cases}, {"97.2": [0.0] * len(cases)}, [])
+    progress = _Progress({"97.2": [None] * len(cases)})
+    run = WorkerRun([], False, None, ("between", None), "was killed by SIGKILL", "")
+    assert not _after_a_stopped_run(
+        run, plan, progress, ["97.2"], Settings(timeout=5.0, sandbox=choose("none"))
+    )
+    assert progress.notes == ["the notebook's process was killed by SIGKILL"]
+    assert progress.exercise_notes["97.2"] == "The notebook's process was killed by SIGKILL."

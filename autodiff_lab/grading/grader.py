@@ -460,7 +460,7 @@ def _after_a_stopped_run(
         remaining.remove(where)
         return True
     # Died before any cell, or between steps: nothing to skip, nothing to retry.
-    reason = f"the notebook's process {what}"
+    reason = f"the notebook's process {run.exit_description if kind == CRASH else what}"
     if stage == "startup" and run.output_tail.strip():
         reason += f" while starting: {_scrub(run.output_tail.strip().splitlines()[-1])[:200]}"
     progress.notes.append(reason)
