@@ -9,7 +9,9 @@ independently of the notebook, with margins wide enough for any correctly workin
   are thousands of times worse than at h = 1e-8;
 - the best steps sit within a factor 10 of sqrt(eps) and eps^(1/3); the forward difference
   keeps 9-10 correct digits there, the central one about 12; central beats forward by more
-  than 100x.
+  than 100x;
+- claim 1's table (not compared by nbval either): with the textbook steps, finite differences
+  miss by tens of thousands (central) to tens of millions (forward) of units of eps.
 
 Chapter 02's speaker notes: micrograd's recursive backward works on a chain of 900
 operations and fails at 1000, with Python's default recursion limit of 1000.
@@ -36,7 +38,7 @@ X0 = 1.5
 
 def f(x: float) -> float:
     """e^(sin x) / (1 + x^2), chapter 00's running example, on plain floats."""
-    return math.exp(math.sin(x)) / (1 + x * x)
+    return math.exp(math.sin(x)) / (1 + x**2)  # x**2 as in the chapter (pow, not x * x)
 
 
 def f_prime(x: float) -> float:
@@ -124,6 +126,14 @@ def test_ch00_stored_verdicts_and_theory_values():
     assert f"eps^(1/3) = {EPS ** (1 / 3):.0e}" in printed and "= 6e-06" in printed
     assert round(-math.log10(math.sqrt(EPS))) == 8 and "about 8 correct digits" in printed
     assert round(-math.log10(EPS ** (2 / 3))) == 10 and "about 10 correct digits" in printed
+
+
+def test_ch00_claim1_textbook_steps_miss_by_many_eps():
+    exact = f_prime(X0)
+    forward = forward_error(math.sqrt(EPS)) / abs(exact) / EPS
+    central = central_error(EPS ** (1 / 3)) / abs(exact) / EPS
+    assert 1e6 < forward < 1e9, f"forward: {forward:.0f} eps (text: tens of millions)"
+    assert 1e4 < central < 1e6, f"central: {central:.0f} eps (text: tens of thousands)"
 
 
 # --- chapter 02: micrograd's recursion limit ---------------------------------------------------
