@@ -218,3 +218,17 @@ def test_ch02_jvp_and_vjp_agree_on_u_J_v():
     assert forward == pytest.approx(expected, abs=1e-11)  # printed to 12 decimals
     assert reverse == pytest.approx(expected, abs=1e-11)
     assert "equal up to rounding: True" in printed
+
+
+# --- chapter 00: the cost of a derivative, as the stored (timing) output shows it ------------
+
+
+def test_ch00_stored_cost_figures_match_the_text():
+    """Text: "about 3" x the recorded pass; "ten to fifty times" the plain function."""
+    printed = _printed(_cell_after_heading(CH00, "### Cost proportional to the program"))
+    recorded = [float(v) for v in re.findall(r"= (\d+\.\d) x recorded", printed)]
+    plain = [float(v) for v in re.findall(r"(\d+) x plain", printed)]
+    assert len(recorded) == len(plain) == 4, printed
+    assert all(2.5 <= r <= 3.5 for r in recorded), recorded
+    assert all(10 <= p <= 50 for p in plain), plain
+    assert plain[0] < plain[-1], "rises over the first sizes"
