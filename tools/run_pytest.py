@@ -1,11 +1,13 @@
 """Run the whole test suite: unit tests and strict nbval, then nbval again on numpy's baseline.
 
 1. One pytest run over ``tests/`` and strict nbval over every executed notebook.
-2. A second strict nbval run over the notebooks with numpy's SIMD paths above its baseline
-   switched off (``NPY_DISABLE_CPU_FEATURES``). Other CPUs round ``exp``, ``sin`` and friends
-   differently; this pass makes a stored output that depends on such round-off fail on the
-   developer's own machine instead of on a student's. Where the machine has nothing above
-   numpy's baseline, there is nothing to switch off and the pass is skipped (said in one line).
+2. A second strict nbval run over the notebooks as another CPU would compute them: numpy's
+   SIMD paths above its baseline switched off (``NPY_DISABLE_CPU_FEATURES``), and the C
+   library's AVX2/FMA variants of ``exp``, ``sin``, ``tanh``… too (``GLIBC_TUNABLES``; glibc's
+   FMA path rounds some results differently). Other CPUs round such functions differently;
+   this pass makes a stored output that depends on that round-off fail on the developer's own
+   machine instead of on a student's. Where the machine has nothing above numpy's baseline,
+   there is nothing to switch off and the pass is skipped (said in one line).
 
 pytest exits 5 when it collected no tests; for this project that is a broken suite,
 never a pass, so it is reported as a failure with a clear message.
@@ -20,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIRS = ["notebooks", "solutions"]
+GLIBC_NO_FMA = "glibc.cpu.hwcaps=-AVX2,-FMA"  # the libm variants a CPU without FMA runs
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 
 
@@ -51,8 +54,9 @@ def main(argv: list[str]) -> int:
         print("second nbval pass skipped: numpy finds no CPU feature above its baseline here")
         return rc
     disabled = " ".join(features)
-    print(f"second nbval pass: stored outputs with numpy's SIMD paths off ({disabled})")
-    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled}
+    tunables = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), GLIBC_NO_FMA]))
+    print(f"second nbval pass: numpy's SIMD paths off ({disabled}), and {GLIBC_NO_FMA}")
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled, "GLIBC_TUNABLES": tunables}
     return pytest([*notebooks, *NBVAL, *argv], env=env) or rc
 
 
