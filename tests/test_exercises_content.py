@@ -379,6 +379,15 @@ WRONG = [
 ]
 
 
+# --- the capstones: their right and wrong answers live in tests/test_capstones_*.py ---------
+
+from test_capstones_value import Assigns as _ValueAssigns  # noqa: E402
+from test_capstones_value import Right as _ValueRight  # noqa: E402
+
+RIGHT["3.6"] = _ValueRight
+WRONG.append(("3.6", _ValueAssigns, "`self.grad += ...`, not `self.grad = ...`"))
+
+
 # --- the tests -------------------------------------------------------------------------------
 
 

@@ -1,0 +1,179 @@
+"""What the student's process runs for the capstone exercises (build it yourself).
+
+A capstone case is a *program*: a list of plain-data instructions the grader drew at
+random. The runner executes it on the student's own class or functions and hands back
+plain data (values, gradients). Nothing here knows a right result: references, the
+simulated wrong implementations behind the hints, and every verdict live in the grader
+(:mod:`autodiff_lab.grading.exercises.ch03_value` and friends).
+
+Before running anything, :func:`provenance_problem` checks that the answer was written by
+the student: a class from a library (``autodiff_lab``, ``micrograd``, ``torch``, ``jax``,
+``tinygrad``), one that subclasses such a class, borrows its methods or wraps its
+objects does not score on a build-it-yourself exercise. (This check runs in the
+student's process: it stops copying, not someone who rewrites the grader's runner.)
+
+Program instructions for :func:`value_run` (``i``, ``j`` index earlier instructions,
+``c`` is a plain number)::
+
+    ("leaf", c)                       MyValue(c)
+    ("+", i, j) ("-", i, j) ("*", i, j) ("/", i, j)      node op node
+    ("+n", i, c) ("-n", i, c) ("*n", i, c) ("/n", i, c)  node op number
+    ("n+", c, i) ("n-", c, i) ("n*", c, i) ("n/", c, i)  number op node (reflected)
+    ("**", i, c)                      node ** number
+    ("neg", i) ("tanh", i) ("exp", i) ("relu", i)
+
+The last instruction is the root.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import types
+
+from .common import error_result, number
+
+LIBRARY_PACKAGES = ("autodiff_lab", "micrograd", "torch", "jax", "tinygrad")
+
+_BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+_UNARY_METHODS = ("tanh", "exp", "relu")
+
+
+def _from_library(obj) -> str | None:
+    """The library package ``obj`` (a class, function or object) comes from, or None."""
+    module = getattr(obj, "__module__", None) or ""
+    top = module.split(".")[0]
+    if top in LIBRARY_PACKAGES:
+        return top
+    code = getattr(obj, "__code__", None)
+    if isinstance(code, types.CodeType):
+        parts = os.path.normpath(code.co_filename).split(os.sep)
+        for package in LIBRARY_PACKAGES:
+            if package in parts:
+                return package
+    return None
+
+
+def provenance_problem(answer, what: str) -> str | None:
+    """Why ``answer`` (a class or function) is not the student's own work, or None.
+
+    ``what`` names it in the message (e.g. "MyValue").
+    """
+    if isinstance(answer, type):
+        for cls in answer.__mro__[:-1]:  # everything but object
+            package = _from_library(cls)
+            if package:
+                how = "is" if cls is answer else f"subclasses {cls.__module__}.{cls.__name__}:"
+                return f"{what} {how} {package}'s class; this exercise needs your own"
+        for name, attr in vars(answer).items():
+            fn = getattr(attr, "__func__", attr)
+            package = _from_library(fn)
+            if package and callable(fn):
+                return f"{what}.{name} is {package}'s function; this exercise needs your own"
+        return None
+    fn = getattr(answer, "__func__", answer)
+    package = _from_library(fn)
+    if package is None and not isinstance(fn, types.FunctionType):
+        package = _from_library(type(fn))  # a callable object: judge its class
+    if package:
+        return f"{what} comes from {package}; this exercise needs your own"
+    return None
+
+
+def wrapped_library_object(obj) -> str | None:
+    """The library package of an object ``obj`` holds in its attributes (one level), or None."""
+    try:
+        attrs = list(vars(obj).values())
+    except TypeError:
+        attrs = [getattr(obj, s, None) for s in getattr(type(obj), "__slots__", ())]
+    for attr in attrs:
+        items = attr if isinstance(attr, (list, tuple, set, frozenset)) else (attr,)
+        for item in items:
+            if isinstance(item, (int, float, str, bool)) or item is None:
+                continue
+            package = _from_library(type(item))
+            if package:
+                return package
+    return None
+
+
+def library_error(message: str) -> dict:
+    """The plain-data answer of a submission that reuses a library."""
+    return {"error": "LibraryCode", "message": message}
+
+
+# --- 3.6: your own Value -------------------------------------------------------------------
+
+
+def build_program(cls, program):
+    """Execute ``program`` with leaves of class ``cls``; return (nodes, leaf indices)."""
+    nodes = []
+    for k in range(len(program)):
+        nodes.append(_build_step(cls, program, nodes, k))
+    return nodes, [k for k, (op, *_) in enumerate(program) if op == "leaf"]
+
+
+def value_run(answer, inputs):
+    """Run one program on the student's class: values of every node and leaf gradients.
+
+    ``inputs = (program, mode)``; mode "backward" runs ``root.backward()`` once,
+    "zero_grad" runs backward, ``root.zero_grad()``, then backward again.
+    Returns ``{"values": [...], "grads": [...]}`` (in "zero_grad" mode also
+    ``"after_zero_grad"``: every node's ``.grad`` right after ``zero_grad()``) or an error
+    record naming the instruction or step that failed (``"at"``).
+    """
+    program, mode = inputs
+    problem = provenance_problem(answer, "MyValue")
+    if problem:
+        return library_error(problem)
+    nodes = []
+    for k in range(len(program)):  # build one instruction at a time to name a failing one
+        try:
+            built = _build_step(answer, program, nodes, k)
+        except (TypeError, AttributeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            return {**error_result(exc), "at": str(program[k][0])}
+        nodes.append(built)
+    leaves = [k for k, (op, *_) in enumerate(program) if op == "leaf"]
+    for node in nodes:
+        package = wrapped_library_object(node)
+        if package:
+            return library_error(f"MyValue objects hold {package}'s objects; build your own")
+    root = nodes[-1]
+    steps = ["backward", "zero_grad", "backward"] if mode == "zero_grad" else ["backward"]
+    after_zero_grad = None
+    for step in steps:
+        try:
+            getattr(root, step)()
+            if step == "zero_grad":
+                after_zero_grad = [number(node.grad) for node in nodes]
+        except RecursionError as exc:
+            return error_result(exc)
+        except (TypeError, AttributeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            return {**error_result(exc), "at": step}
+    result = {
+        "values": [number(node.data) for node in nodes],
+        "grads": [number(nodes[k].grad) for k in leaves],
+    }
+    if after_zero_grad is not None:
+        result["after_zero_grad"] = after_zero_grad
+    return result
+
+
+def _build_step(cls, program, nodes, k):
+    """Instruction ``k`` of ``program`` on the nodes built so far."""
+    op, *args = program[k]
+    if op == "leaf":
+        return cls(float(args[0]))
+    if op in _BINARY:
+        return _BINARY[op](nodes[args[0]], nodes[args[1]])
+    if op.endswith("n") and op[:-1] in _BINARY:
+        return _BINARY[op[:-1]](nodes[args[0]], float(args[1]))
+    if op.startswith("n") and op[1:] in _BINARY:
+        return _BINARY[op[1:]](float(args[0]), nodes[args[1]])
+    if op == "**":
+        return nodes[args[0]] ** float(args[1])
+    if op == "neg":
+        return -nodes[args[0]]
+    if op in _UNARY_METHODS:
+        return getattr(nodes[args[0]], op)()
+    raise ValueError(f"unknown instruction {op!r}")
