@@ -85,14 +85,8 @@ class Dual:
                 raise
             shapes = " and ".join(str(np.shape(p)) for p in primals)
             raise ValueError(f"Dual {fn.symbol}: cannot apply to shapes {shapes}: {e}") from None
-        if fn.jvp is None:
-            tangents = [x.tangent if m else None for x, m in zip(inputs, mine)]
-            return Dual._new(out, fn.jvp_all(tangents, out, *primals, **params), tag)
-        tangent = None
-        for x, m, rule in zip(inputs, mine, fn.jvp):
-            if m and rule is not None:
-                share = rule(x.tangent, out, *primals, **params)
-                tangent = share if tangent is None else tangent + share
+        tangents = [x.tangent if m else None for x, m in zip(inputs, mine)]
+        tangent = fn.pushforward(tangents, out, primals, params)
         return Dual._new(out, _zeros_like(out) if tangent is None else tangent, tag)
 
     @property

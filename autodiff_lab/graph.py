@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import contextmanager
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -69,29 +70,50 @@ def topological_order(root) -> list:
     return order
 
 
-def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: Iterable = ()):
-    """Run every node's local rules in reverse topological order.
+class BackwardTrace(Protocol):
+    """What :func:`backpropagate` reports as it runs (the BackwardStepper records it)."""
+
+    def visit(self, node: Any, grad: Any) -> None:
+        """``node``'s turn has come; ``grad`` is its complete gradient (None: none reached it)."""
+
+    def share(self, node: Any, position: int, share: Any, before: Any, after: Any) -> None:
+        """``node`` sent ``share`` to input ``position``: its gradient ``before`` -> ``after``."""
+
+
+def backpropagate(
+    root: Any,
+    seed: Any,
+    *,
+    create_graph: bool = False,
+    accumulate: bool = True,
+    wanted: Iterable = (),
+    trace: BackwardTrace | None = None,
+) -> dict:
+    """Run every node's pullback in reverse topological order.
 
     ``seed`` is d root / d root (1 for a scalar). Each node's gradient is complete when
     its turn comes, because every node that uses it comes later in topological order and
-    so has already been processed. The node's rules then pass a share to each parent:
-    ``upstream gradient x local derivative``; a parent used twice receives two shares,
-    which add up.
+    so has already been processed. The node's primitive then passes a share to each
+    parent (:meth:`~autodiff_lab.primitives.Primitive.pullback`: ``upstream gradient x
+    local derivative``); a parent used twice receives two shares, which add up.
 
     With ``accumulate`` each node's ``.grad`` is increased by its gradient (so gradients
     add up across calls, as in PyTorch). Gradients of the nodes in ``wanted`` are also
     returned in a dict. With ``create_graph`` the rules run on the nodes themselves, so
-    the gradients are new graph values that can be differentiated again.
+    the gradients are new graph values that can be differentiated again. ``trace`` is
+    told every step (the steppers show them).
     """
     wanted = set(wanted)
     found = {}
     pending = {root: seed}  # gradients received so far, for nodes not yet processed
     for node in reversed(topological_order(root)):
         g = pending.pop(node, None)
-        if g is None:  # no gradient reaches this node
-            continue
         if type(g) is np.ndarray and g.dtype != node.data.dtype:  # float32 stays float32
             g = g.astype(node.data.dtype)
+        if trace is not None:
+            trace.visit(node, g)
+        if g is None:  # no gradient reaches this node
+            continue
         if accumulate:
             node.grad = g if node.grad is None else node.grad + g
         if wanted and node in wanted:
@@ -104,16 +126,17 @@ def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: It
             out, inputs = node, parents
         else:
             out, inputs = node.data, [p.data for p in parents]
-        params = node._ctx  # the primitive's keyword parameters (axis=..., shape=...) or None
-        if fn.vjp is not None:  # one rule per input: upstream gradient -> that input's share
-            for parent, rule in zip(parents, fn.vjp):
-                if rule is not None and parent.requires_grad:
-                    share = rule(g, out, *inputs, **params) if params else rule(g, out, *inputs)
-                    received = pending.get(parent)
-                    pending[parent] = share if received is None else received + share
-        else:  # a primitive with any number of inputs gives all the shares at once
-            for parent, share in zip(parents, fn.vjp_all(g, out, *inputs, **(params or {}))):
-                if parent.requires_grad:
-                    received = pending.get(parent)
-                    pending[parent] = share if received is None else received + share
+        params = node._ctx or _NO_PARAMS  # the primitive's keyword parameters (axis=...)
+        shares = fn.pullback(g, out, inputs, params, [p.requires_grad for p in parents])
+        for position, share in enumerate(shares):
+            if share is None:
+                continue
+            parent = parents[position]
+            received = pending.get(parent)
+            pending[parent] = total = share if received is None else received + share
+            if trace is not None:
+                trace.share(node, position, share, received, total)
     return found
+
+
+_NO_PARAMS: dict = {}

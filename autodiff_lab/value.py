@@ -86,9 +86,8 @@ class Value:
         """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
         if self._fn is None:
             return ""
-        if self._fn is P.POW_CONST:
-            return f"**{self._ctx['exponent']:g}"
-        return self._fn.symbol
+        symbol = self._fn.symbol
+        return symbol.format(**self._ctx) if self._ctx else symbol
 
     # --- arithmetic: each builds its output node; the rules live in primitives.py ------
 

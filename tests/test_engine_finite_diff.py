@@ -188,19 +188,15 @@ ALL_CASES = [  # registered primitives only (a missing entry fails the coverage 
 
 
 def vjp_shares(prim, g, out, inputs, params) -> list:
-    """Every input's share of the gradient, as the primitive's vjp rules give it."""
-    if prim.vjp is not None:
-        return [None if rule is None else rule(g, out, *inputs, **params) for rule in prim.vjp]
-    return list(prim.vjp_all(g, out, *inputs, **params))
+    """Every input's share of the gradient, as the primitive's pullback gives it."""
+    return prim.pullback(g, out, inputs, params, [True] * len(inputs))
 
 
 def jvp_share(prim, i, t, out, inputs, params):
     """The output's tangent when only input ``i`` moves, with tangent ``t``."""
-    if prim.jvp is not None:
-        return prim.jvp[i](t, out, *inputs, **params)
     tangents = [None] * len(inputs)
     tangents[i] = t
-    return prim.jvp_all(tangents, out, *inputs, **params)
+    return prim.pushforward(tangents, out, inputs, params)
 
 
 def forward_with(prim, inputs, i, x_i, params):

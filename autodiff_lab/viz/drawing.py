@@ -58,7 +58,6 @@ FONT = "Arial"
 #: ``pending``: not reached yet (greyed out).
 NODE_STATES = ("normal", "active", "touched", "done", "pending")
 
-_OP_TEXT = {"*": "×", "/": "÷", "-": "−", "neg": "−x", "pow_const": "**"}
 _RECORD_SPECIALS = str.maketrans({c: "\\" + c for c in "{}|<>"})
 
 
@@ -109,33 +108,8 @@ def is_tensor(node) -> bool:
 
 
 def op_text(node) -> str:
-    """The text in an operation's circle: its symbol, plus its parameters (axis, shape…)."""
-    fn = node._fn
-    ctx = node._ctx or {}
-    if fn.name == "pow_const":
-        return f"**{ctx['exponent']:g}"
-    text = _OP_TEXT.get(fn.symbol, _OP_TEXT.get(fn.name, fn.symbol))
-    shown = {k: v for k, v in ctx.items() if k in ("axis", "shape", "axes") and v is not None}
-    if shown:
-        text += "(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
-    if fn.name == "getitem":
-        text = f"[{_short(ctx.get('index'))}]"
-    return text
-
-
-def _short(index, limit: int = 16) -> str:
-    """An index as written in Python: ``0:2``, ``1, ::2``, ``array(5,)`` (shortened)."""
-
-    def one(i) -> str:
-        if isinstance(i, slice):
-            parts = ["" if v is None else str(v) for v in (i.start, i.stop, i.step)]
-            return ":".join(parts[:2] if i.step is None else parts)
-        if isinstance(i, np.ndarray):
-            return f"array{i.shape}"
-        return "..." if i is Ellipsis else "None" if i is None else str(i)
-
-    text = ", ".join(one(i) for i in index) if isinstance(index, tuple) else one(index)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """The text in an operation's circle: its primitive's display form, with parameters."""
+    return node._fn.text(node._ctx)
 
 
 def combined_order(roots: Iterable) -> list:
