@@ -38,6 +38,7 @@ import numpy as np
 
 from . import graph
 from .dual import Dual, new_tag
+from .kinds import innermost, is_node
 from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
@@ -62,16 +63,11 @@ class _ReverseNesting:
 
 
 _running_reverse = _ReverseNesting()
-_NODE_TYPES = (Value, Tensor)
-
-
-def _is_node(x) -> bool:
-    return isinstance(x, _NODE_TYPES)
 
 
 def _leaf(x, *, scalar_as_value=True):
     """A fresh differentiable leaf holding ``x``; graph values are used as they are."""
-    if _is_node(x):
+    if is_node(x):
         return x
     if scalar_as_value and isinstance(x, numbers.Real):
         return Value(float(x))
@@ -105,7 +101,7 @@ def _pull_back(out, leaves, seed, create_graph: bool):
         primal_grads = _pull_back(out.primal, leaves, seed, create_graph)
         tangent_grads = _pull_back(out.tangent, leaves, seed, create_graph)
         return [Dual(p, t, out.tag) for p, t in zip(primal_grads, tangent_grads, strict=True)]
-    if not _is_node(out) or out._fn is None and out not in leaves:
+    if not is_node(out) or out._fn is None and out not in leaves:
         found = {}
     else:
         found = graph.backpropagate(
@@ -150,18 +146,12 @@ def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
     substitutions = {}
     for i, a in enumerate(args):
         if isinstance(a, Dual):
-            leaf = _leaf(_inner_primal(a))
+            leaf = _leaf(innermost(a))
             substitutions[leaf] = a
             args[i] = leaf
         elif i in differentiated:
             args[i] = _leaf(a)
     return replay(transformed(*args), substitutions)
-
-
-def _inner_primal(x):
-    while isinstance(x, Dual):
-        x = x.primal
-    return x
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
@@ -172,19 +162,19 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
         args = list(args)
-        nested = _ReverseNesting.depth > 0 or any(_is_node(args[i]) for i in nums)
+        nested = _ReverseNesting.depth > 0 or any(is_node(args[i]) for i in nums)
         leaves = [_leaf(args[i]) for i in nums]
         for i, leaf in zip(nums, leaves, strict=True):
             args[i] = leaf
         with _running_reverse:
             out = f(*args)
-        core = _inner_primal(out)
-        if not _is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
+        core = innermost(out)
+        if not is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
             raise TypeError(
                 f"grad: f must return a number (or a 1-element array), got "
                 f"{type(core).__name__} {core!r:.40}"
             )
-        if _is_node(core):
+        if is_node(core):
             size = 1 if isinstance(core, Value) else core.size
         else:
             size = np.size(core)
@@ -195,7 +185,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             )
         if isinstance(out, Tensor) and out.shape != ():
             out = out.reshape(())
-        seed = _seed_for(core, nested) if _is_node(core) else None
+        seed = _seed_for(core, nested) if is_node(core) else None
         grads = _pull_back(out, leaves, seed, nested)
         if not nested:
             out = _raw(out)
@@ -222,7 +212,7 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def _raw(x):
-    if isinstance(x, _NODE_TYPES):
+    if is_node(x):
         return x.data
     return x
 
@@ -235,7 +225,7 @@ def vjp(f: Callable, *primals):
     """
     if _has_dual(primals):
         return _vjp_through_duals(f, primals)
-    nested = _ReverseNesting.depth > 0 or any(_is_node(p) for p in primals)
+    nested = _ReverseNesting.depth > 0 or any(is_node(p) for p in primals)
     leaves = [_leaf(p) for p in primals]
     with _running_reverse:
         out = _one_output(f(*leaves), "vjp")
@@ -249,13 +239,13 @@ def vjp(f: Callable, *primals):
         if isinstance(out, Value):
             seed = cotangent if nested else float(cotangent)
         else:
-            seed = cotangent if nested and _is_node(cotangent) else np.asarray(cotangent)
+            seed = cotangent if nested and is_node(cotangent) else np.asarray(cotangent)
             if np.shape(_raw(seed)) != np.shape(_raw(out)):
                 raise ValueError(
                     f"vjp: cotangent has shape {np.shape(_raw(seed))}, but f's output has "
                     f"shape {np.shape(_raw(out))}"
                 )
-            if nested and not _is_node(seed):
+            if nested and not is_node(seed):
                 seed = Tensor(seed)
             elif not nested:
                 seed = seed.astype(np.result_type(_raw(out)), copy=False)  # out may be a constant
@@ -266,7 +256,7 @@ def vjp(f: Callable, *primals):
 
 def _vjp_through_duals(f: Callable, primals):
     """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
-    leaves = [_leaf(_inner_primal(p)) for p in primals]
+    leaves = [_leaf(innermost(p)) for p in primals]
     pairs = zip(leaves, primals, strict=True)
     substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
     out, graph_vjp_fn = vjp(f, *leaves)
@@ -275,12 +265,12 @@ def _vjp_through_duals(f: Callable, primals):
     def vjp_fn(cotangent):
         subs = dict(substitutions)
         if isinstance(cotangent, Dual):
-            seed = _leaf(_inner_primal(cotangent), scalar_as_value=isinstance(out, Value))
+            seed = _leaf(innermost(cotangent), scalar_as_value=isinstance(out, Value))
             subs[seed] = cotangent
         else:
             seed = (
                 cotangent
-                if _is_node(cotangent) or isinstance(out, Value)
+                if is_node(cotangent) or isinstance(out, Value)
                 else Tensor(np.asarray(cotangent, dtype=out.dtype))
             )
         return replay(graph_vjp_fn(seed), subs, cache)
@@ -315,8 +305,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 def _stack_last(columns):
     """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
-    if any(_is_node(c) for c in columns):
-        return stack([c if _is_node(c) else Tensor(c) for c in columns], axis=-1)
+    if any(is_node(c) for c in columns):
+        return stack([c if is_node(c) else Tensor(c) for c in columns], axis=-1)
     return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
 
 
@@ -332,7 +322,7 @@ def jacfwd(f: Callable, argnums: int = 0) -> Callable:
             return _through_duals(jacfwd_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
-        if not _is_node(x):
+        if not is_node(x):
             x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
         x_shape = np.shape(_raw(x))
         n = int(np.prod(x_shape, dtype=np.int64))
@@ -342,7 +332,7 @@ def jacfwd(f: Callable, argnums: int = 0) -> Callable:
 
         if not x_shape:  # a scalar input: the Jacobian is the one column
             out, col = jvp(f_of_x, (x,), (1.0,))
-            return col if _is_node(col) else np.asarray(col, dtype=float)[()]
+            return col if is_node(col) else np.asarray(col, dtype=float)[()]
         columns = []
         for j in range(n):
             e = np.zeros(n)
@@ -372,8 +362,8 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
             return _through_duals(jacrev_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
-        nested = _ReverseNesting.depth > 0 or _is_node(x)
-        leaf = x if _is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
+        nested = _ReverseNesting.depth > 0 or is_node(x)
+        leaf = x if is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
         args[argnums] = leaf
         with _running_reverse:
             out = _one_output(f(*args), "jacrev")
@@ -381,7 +371,7 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))
         if not isinstance(out, Tensor):
-            out = Tensor(_raw(out)) if not nested or not _is_node(out) else out
+            out = Tensor(_raw(out)) if not nested or not is_node(out) else out
         rows = []
         for i in range(out.size):
             seed = np.zeros(out.size, dtype=out.dtype)
@@ -393,7 +383,7 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         if nested:
             if not rows:
                 return Tensor(np.zeros(out.shape + leaf_shape))
-            return stack([r if _is_node(r) else Tensor(r) for r in rows]).reshape(
+            return stack([r if is_node(r) else Tensor(r) for r in rows]).reshape(
                 out.shape + leaf_shape
             )
         if not rows:
@@ -426,7 +416,7 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
 
     def hessian_f(*args):
         x = args[argnums]
-        if _has_dual(args) or _is_node(x) or _ReverseNesting.depth > 0:
+        if _has_dual(args) or is_node(x) or _ReverseNesting.depth > 0:
             return columns_by_jvp(*args)  # nested inside another transformation
         # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
         x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
@@ -467,16 +457,16 @@ def hvp(f: Callable, x, v, mode: str = "fwd-rev"):
     Either way the cost is a small constant times one evaluation of ``f``, whatever the
     size of ``x``; forming ``H`` first would take ``x.size`` passes.
     """
-    if not _is_node(x) and not isinstance(x, Dual):
+    if not is_node(x) and not isinstance(x, Dual):
         x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
     v_raw = _raw(v)
-    if np.shape(v_raw) != np.shape(_raw(_inner_primal(x))):
+    if np.shape(v_raw) != np.shape(_raw(innermost(x))):
         raise ValueError(
             f"hvp: v has shape {np.shape(v_raw)}, but x has shape "
-            f"{np.shape(_raw(_inner_primal(x)))}; they must match"
+            f"{np.shape(_raw(innermost(x)))}; they must match"
         )
     if mode == "fwd-rev":
-        if not _is_node(v) and not isinstance(v, Dual):
+        if not is_node(v) and not isinstance(v, Dual):
             v = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
         return jvp(grad(f), (x,), (v,))[1]
     if mode == "rev-rev":

@@ -14,12 +14,12 @@ too, which is what lets a gradient be differentiated again.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from .kinds import Traced
+
+# (and every elementwise function, exp, log, tanh…: see __getattr__ below)
 __all__ = [
-    "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs",
     "sum", "mean", "max", "reshape", "transpose", "matmul", "softmax", "log_softmax",
     "shape", "sum_to", "broadcast_to", "unbroadcast",
 ]  # fmt: skip
@@ -27,61 +27,34 @@ __all__ = [
 
 def _is_traced(x) -> bool:
     """True for the course's own number types (they know how to record an op)."""
-    if type(x) is np.ndarray or type(x) is float:
-        return False
-    return hasattr(x, "_fn") or hasattr(x, "tangent")
+    return isinstance(x, Traced)
 
 
-def _stable_sigmoid(x):
-    """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
-    if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
-        if x >= 0:
-            return 1.0 / (1.0 + math.exp(-x))
-        e = math.exp(x)
-        return e / (1.0 + e)
-    x = np.asarray(x)
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+def __getattr__(name: str):
+    """The elementwise functions (``exp``, ``log``, ``tanh``…): one per elementwise primitive
+    in :mod:`autodiff_lab.primitives`, made from its entry on first use."""
+    if name.startswith("__"):  # (the import machinery asks for __path__ and the like)
+        raise AttributeError(name)
+    from .primitives import ELEMENTWISE
+
+    for prim in ELEMENTWISE:
+        if prim.name == name:
+            globals()[name] = fn = _function(prim)  # made once
+            return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _relu(x):
-    if isinstance(x, float | int):
-        return x if x > 0 else 0.0 * x
-    return np.maximum(x, 0)
-
-
-def _elementwise(name: str, on_float, on_array, doc: str):
-    """Build the generic function ``name`` that dispatches on its argument's type."""
+def _function(prim):
+    """``prim`` as a function of any number: a float for a float, an array for an array;
+    recorded for a graph value, pushed forward for a dual number (``bind``)."""
+    from .primitives import bind
 
     def fn(x):
-        if type(x) is float or type(x) is int:
-            return on_float(x)
-        if _is_traced(x):
-            return getattr(x, name)()
-        return on_array(x)
+        return bind(prim, x)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = f"{prim.name}(x) of a number, an array or a traced value.  {prim.rule}"
     return fn
-
-
-exp = _elementwise("exp", math.exp, np.exp, "e^x.  d/dx = e^x")
-tanh = _elementwise("tanh", math.tanh, np.tanh, "tanh(x).  d/dx = 1 - tanh(x)^2")
-sin = _elementwise("sin", math.sin, np.sin, "sin(x).  d/dx = cos(x)")
-cos = _elementwise("cos", math.cos, np.cos, "cos(x).  d/dx = -sin(x)")
-sigmoid = _elementwise(
-    "sigmoid", _stable_sigmoid, _stable_sigmoid, "1/(1+e^-x).  d/dx = s(x)(1 - s(x))"
-)
-relu = _elementwise("relu", _relu, _relu, "max(x, 0).  d/dx = 1 if x > 0 else 0")
-abs = _elementwise("abs", lambda x: x if x >= 0 else -x, np.abs, "|x|.  d/dx = sign(x)")  # noqa: A001
-
-
-def _float_log(x):
-    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
-
-
-log = _elementwise("log", _float_log, np.log, "natural log.  d/dx = 1/x")
-sqrt = _elementwise("sqrt", math.sqrt, np.sqrt, "square root.  d/dx = 1 / (2 sqrt(x))")
 
 
 # --- array functions -------------------------------------------------------------------

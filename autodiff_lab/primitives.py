@@ -21,11 +21,13 @@ again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import ops
+from .kinds import DualNumber, Node, constant
 from .ops import broadcast_to, shape, sum_to, unbroadcast
 
 
@@ -199,27 +201,16 @@ def bind(prim: Primitive, *inputs, **params):
     for x in inputs:
         if type(x) in PLAIN_TYPES:
             continue
-        if hasattr(x, "tangent"):
-            return type(x)._apply(prim, *inputs, **params)
-        if node is None and hasattr(x, "_fn"):
+        if isinstance(x, DualNumber):
+            return type(x)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
+        if node is None and isinstance(x, Node):
             node = x
     if node is not None:
-        return type(node)._apply(prim, *inputs, **params)
+        return type(node)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
     return prim.forward(*inputs, **params)
 
 
 PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32}  # never graph values
-
-
-def constant(x):
-    """The plain number or array inside a graph value, with its history dropped.
-
-    Derivative rules use it for quantities whose own derivative is zero almost
-    everywhere (a relu's on/off mask, the sign of ``abs``).
-    """
-    while hasattr(x, "tangent") or hasattr(x, "_fn"):
-        x = x.primal if hasattr(x, "tangent") else x.data
-    return x
 
 
 def _bcast(t, out):
@@ -326,77 +317,122 @@ POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
 )
 
 # --- elementwise functions ---------------------------------------------------------------
+# Each is also a function of every kind of number (``ops.exp``) and a method of Value,
+# Tensor and Dual (``x.exp()``): both are made from this table.
 
-EXP = primitive(
+ELEMENTWISE: list[Primitive] = []
+
+
+def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **kw) -> Primitive:
+    """Register an elementwise primitive: ``on_float`` computes it for a Python number,
+    ``on_array`` for a numpy array; ``vjp`` and ``jvp`` are its one rule each."""
+
+    def forward(x):
+        if type(x) is float or type(x) is int:
+            return on_float(x)
+        return on_array(x)
+
+    forward.__name__ = forward.__qualname__ = name
+    prim = primitive(name, forward, vjp=(vjp,), jvp=(jvp,), **kw)
+    ELEMENTWISE.append(prim)
+    return prim
+
+
+def _stable_sigmoid(x):
+    """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
+    if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
+        if x >= 0:
+            return 1.0 / (1.0 + math.exp(-x))
+        e = math.exp(x)
+        return e / (1.0 + e)
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+def _float_log(x):
+    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+
+
+EXP = elementwise(
     "exp",
-    ops.exp,
-    vjp=(lambda g, out, x: g * out,),
-    jvp=(lambda t, out, x: t * out,),
+    math.exp,
+    np.exp,
+    vjp=lambda g, out, x: g * out,
+    jvp=lambda t, out, x: t * out,
     rule="d eˣ/dx = eˣ",
     domain=EVERYWHERE,
 )
-LOG = primitive(
+LOG = elementwise(
     "log",
-    ops.log,
-    vjp=(lambda g, out, x: g / x,),
-    jvp=(lambda t, out, x: t / x,),
+    _float_log,
+    np.log,
+    vjp=lambda g, out, x: g / x,
+    jvp=lambda t, out, x: t / x,
     rule="d log x/dx = 1/x",
     domain=Domain("x > 0", outside=lambda x: x < 0, edge=lambda x: x == 0),
 )
-TANH = primitive(
+TANH = elementwise(
     "tanh",
-    ops.tanh,
-    vjp=(lambda g, out, x: g * (1 - out * out),),
-    jvp=(lambda t, out, x: t * (1 - out * out),),
+    math.tanh,
+    np.tanh,
+    vjp=lambda g, out, x: g * (1 - out * out),
+    jvp=lambda t, out, x: t * (1 - out * out),
     rule="d tanh x/dx = 1 − tanh²x",
     domain=EVERYWHERE,
 )
-SIGMOID = primitive(
+SIGMOID = elementwise(
     "sigmoid",
-    ops.sigmoid,
-    vjp=(lambda g, out, x: g * out * (1 - out),),
-    jvp=(lambda t, out, x: t * out * (1 - out),),
+    _stable_sigmoid,
+    _stable_sigmoid,
+    vjp=lambda g, out, x: g * out * (1 - out),
+    jvp=lambda t, out, x: t * out * (1 - out),
     rule="d σ(x)/dx = σ(x)(1 − σ(x))",
     domain=EVERYWHERE,
 )
-RELU = primitive(
+RELU = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "relu",
-    ops.relu,
-    vjp=(lambda g, out, x: g * (constant(x) > 0),),
-    jvp=(lambda t, out, x: t * (constant(x) > 0),),
-    symbol="ReLU",
+    lambda x: 0.0 if x <= 0 else x,  # (nan stays nan)
+    lambda x: np.maximum(x, 0),
+    vjp=lambda g, out, x: g * (constant(x) > 0),
+    jvp=lambda t, out, x: t * (constant(x) > 0),
     rule="d relu(x)/dx = 1 if x > 0 else 0",
     domain=EVERYWHERE,
+    symbol="ReLU",
 )
-SIN = primitive(
+SIN = elementwise(
     "sin",
-    ops.sin,
-    vjp=(lambda g, out, x: g * ops.cos(x),),
-    jvp=(lambda t, out, x: t * ops.cos(x),),
+    math.sin,
+    np.sin,
+    vjp=lambda g, out, x: g * ops.cos(x),
+    jvp=lambda t, out, x: t * ops.cos(x),
     rule="d sin x/dx = cos x",
     domain=EVERYWHERE,
 )
-COS = primitive(
+COS = elementwise(
     "cos",
-    ops.cos,
-    vjp=(lambda g, out, x: -g * ops.sin(x),),
-    jvp=(lambda t, out, x: -t * ops.sin(x),),
+    math.cos,
+    np.cos,
+    vjp=lambda g, out, x: -g * ops.sin(x),
+    jvp=lambda t, out, x: -t * ops.sin(x),
     rule="d cos x/dx = −sin x",
     domain=EVERYWHERE,
 )
-SQRT = primitive(
+SQRT = elementwise(
     "sqrt",
-    ops.sqrt,
-    vjp=(lambda g, out, x: g * 0.5 / out,),
-    jvp=(lambda t, out, x: t * 0.5 / out,),
+    math.sqrt,
+    np.sqrt,
+    vjp=lambda g, out, x: g * 0.5 / out,
+    jvp=lambda t, out, x: t * 0.5 / out,
     rule="d √x/dx = 1/(2√x)",
     domain=Domain("x >= 0", outside=lambda x: x < 0),
 )
-ABS = primitive(
+ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "abs",
-    ops.abs,
-    vjp=(lambda g, out, x: g * np.sign(constant(x)),),
-    jvp=(lambda t, out, x: t * np.sign(constant(x)),),
+    abs,
+    np.abs,
+    vjp=lambda g, out, x: g * np.sign(constant(x)),
+    jvp=lambda t, out, x: t * np.sign(constant(x)),
     rule="d |x|/dx = sign(x)",
     domain=EVERYWHERE,
 )

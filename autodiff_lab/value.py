@@ -18,11 +18,12 @@ the leaves'). Calling ``backward()`` again adds to every ``.grad``: zero them fi
 
 from __future__ import annotations
 
-import math
 import numbers
 
 from . import graph
 from . import primitives as P
+from .kinds import Node, is_dual
+from .methods import FunctionMethods
 
 
 def _as_number(x, op: str):
@@ -42,12 +43,12 @@ def _as_number(x, op: str):
 def _as_value(x, op: str):
     """A number as a constant Value; ``NotImplemented`` for a forward-mode Dual, so
     that ``Value * Dual`` is handled by ``Dual.__rmul__`` (the dual is the outer layer)."""
-    if hasattr(x, "tangent"):
+    if is_dual(x):
         return NotImplemented
     return Value(_as_number(x, op))
 
 
-class Value:
+class Value(Node, FunctionMethods):
     """A scalar in a recorded computation. ``Value(2.0) * Value(3.0)`` records a ``*`` node."""
 
     __slots__ = ("data", "grad", "_prev", "_fn", "_ctx", "label")
@@ -78,6 +79,8 @@ class Value:
     def _apply(cls, fn, *inputs, **params):
         """Apply any primitive (used by generic code such as derivative rules)."""
         inputs = tuple(x if isinstance(x, Value) else Value(_as_number(x, fn.name)) for x in inputs)
+        if fn.domain.outside is not None:
+            P.check_domain(fn, "Value", inputs[0].data, scalar=True, label=inputs[0].label)
         data = fn.forward(*(x.data for x in inputs), **params)
         return cls._result(data, inputs, fn, params or None)
 
@@ -125,7 +128,7 @@ class Value:
                     f"got base {self.data!r}"
                 )
             return Value._result(self.data**other.data, (self, other), P.POW)
-        if hasattr(other, "tangent"):
+        if is_dual(other):
             return NotImplemented
         exponent = _as_number(other, "**")
         if self.data == 0 and exponent < 0:
@@ -150,46 +153,13 @@ class Value:
     def __rpow__(self, other):  # other ** self
         return Value(_as_number(other, "**")) ** self
 
-    # --- functions -------------------------------------------------------------------
+    # --- functions: exp, log, tanh, relu… come from the primitive table (methods.py) ----
 
-    def exp(self):
-        return Value._result(math.exp(self.data), (self,), P.EXP)
-
-    def log(self):
-        if self.data <= 0:
-            raise ValueError(
-                f"Value log: log is defined for x > 0, got {self.data!r}"
-                + (f" (label {self.label!r})" if self.label else "")
-            )
-        return Value._result(math.log(self.data), (self,), P.LOG)
-
-    def sqrt(self):
-        if self.data < 0:
-            raise ValueError(
-                f"Value sqrt: sqrt is defined for x >= 0, got {self.data!r}"
-                + (f" (label {self.label!r})" if self.label else "")
-            )
-        return Value._result(math.sqrt(self.data), (self,), P.SQRT)
-
-    def tanh(self):
-        return Value._result(math.tanh(self.data), (self,), P.TANH)
-
-    def sigmoid(self):
-        return Value._result(P.SIGMOID.forward(self.data), (self,), P.SIGMOID)
-
-    def relu(self):
-        return Value._result(self.data if self.data > 0 else 0.0, (self,), P.RELU)
-
-    def sin(self):
-        return Value._result(math.sin(self.data), (self,), P.SIN)
-
-    def cos(self):
-        return Value._result(math.cos(self.data), (self,), P.COS)
-
-    def abs(self):
-        return Value._result(abs(self.data), (self,), P.ABS)
-
-    __abs__ = abs
+    def _unary(self, fn: P.Primitive) -> Value:
+        """Apply an elementwise primitive (``x.exp()``, ``x.tanh()``…)."""
+        if fn.domain.outside is not None:
+            P.check_domain(fn, "Value", self.data, scalar=True, label=self.label)
+        return Value._result(fn.forward(self.data), (self,), fn)
 
     # --- many scalars at once ------------------------------------------------------------
 

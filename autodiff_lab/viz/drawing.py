@@ -27,6 +27,7 @@ import graphviz
 import numpy as np
 
 from ..graph import topological_order
+from ..kinds import is_node
 from . import render
 
 # Okabe–Ito colours (strong, for borders) and light tints of them (for fills).
@@ -94,11 +95,6 @@ def escape_record(text: str) -> str:
     return text.translate(_RECORD_SPECIALS)
 
 
-def is_graph_node(x) -> bool:
-    """True for a value of a recorded graph (a ``Value`` or a ``Tensor``)."""
-    return hasattr(x, "_prev") and hasattr(x, "_fn") and hasattr(x, "data")
-
-
 def is_tensor(node) -> bool:
     """True for a ``Tensor`` (its data may be an ndarray or, after a full reduction, a
     numpy scalar)."""
@@ -136,7 +132,7 @@ class GraphView:
     def __init__(self, roots, *, max_nodes: int | None = 150, large: bool = False):
         roots = list(roots) if isinstance(roots, list | tuple) else [roots]
         for root in roots:
-            if not is_graph_node(root):
+            if not is_node(root):
                 raise TypeError(
                     "draw_graph: expected a Value or Tensor (a value of a recorded graph), "
                     f"got {type(root).__name__} {root!r:.60}"
@@ -519,7 +515,7 @@ def draw_graph(
     view = GraphView(root, max_nodes=max_nodes, large=large)
     if highlight is None:
         highlight = ()
-    elif is_graph_node(highlight):
+    elif is_node(highlight):
         highlight = (highlight,)
     dot = view.dot(show_grad=show_grad, title=title, highlight=highlight)
     return GraphDrawing(dot, len(view.nodes), view.collapsed_note)

@@ -33,11 +33,11 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..graph import backpropagate, topological_order
+from ..kinds import is_node
 from .drawing import (
     GraphView,
     combined_order,
     fmt_number,
-    is_graph_node,
     is_tensor,
     op_text,
     summarize,
@@ -360,7 +360,7 @@ class BackwardStepper(_Stepper):
     _kind = "backward-stepper"
 
     def __init__(self, loss, *, max_nodes: int | None = 200, large: bool = False):
-        if not is_graph_node(loss):
+        if not is_node(loss):
             raise TypeError(
                 "BackwardStepper: expected the loss as a Value or Tensor (a value of a "
                 f"recorded graph), got {type(loss).__name__} {loss!r:.60}"
@@ -583,7 +583,7 @@ class ForwardStepper(_Stepper):
         out = f(*self.inputs)
         self.outputs = list(out) if isinstance(out, list | tuple) else [out]
         for o in self.outputs:
-            if not is_graph_node(o):
+            if not is_node(o):
                 raise TypeError(
                     "ForwardStepper: f must compute its outputs from its inputs with the "
                     f"course's operations (Value/Tensor), got {type(o).__name__} {o!r:.40}"
