@@ -390,6 +390,15 @@ SIGMOID = elementwise(
     rule="d σ(x)/dx = σ(x)(1 − σ(x))",
     domain=EVERYWHERE,
 )
+SOFTPLUS = elementwise(  # a smooth relu: log(1 + e^x) = max(x, 0) + log(1 + e^-|x|)
+    "softplus",
+    lambda x: max(x, 0.0) + math.log1p(math.exp(-abs(x))),
+    lambda x: np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))),
+    vjp=lambda g, out, x: g * ops.sigmoid(x),
+    jvp=lambda t, out, x: t * ops.sigmoid(x),
+    rule="d softplus(x)/dx = σ(x)",
+    domain=EVERYWHERE,
+)
 RELU = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "relu",
     lambda x: 0.0 if x <= 0 else x,  # (nan stays nan)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from autodiff_lab.primitives import PRIMITIVES
+from autodiff_lab.primitives import PRIMITIVES, Domain
 
 STEP = 1e-6
 RTOL, ATOL = 1e-5, 1e-6
@@ -91,6 +91,7 @@ CASES: dict[str, list[Case]] = {
     "log": [Case((positive(3, 4),))],
     "tanh": [Case((anywhere(3, 4),))],
     "sigmoid": [Case((anywhere(3, 4),))],
+    "softplus": [Case((anywhere(3, 4),))],
     "relu": [Case((away_from_zero(3, 4),))],
     "sin": [Case((anywhere(3, 4),))],
     "cos": [Case((anywhere(3, 4),))],
@@ -234,6 +235,17 @@ def test_every_primitive_has_cases():
     """A registered primitive without an entry in CASES would go untested: fail loudly."""
     missing = sorted(set(PRIMITIVES) - set(CASES))
     assert not missing, f"add finite-difference cases for the new primitives {missing}"
+
+
+def test_every_primitive_entry_is_complete():
+    """One entry holds everything: forward, rules for both modes, rule text for the
+    steppers, display form for the drawings, and domain (a missing piece fails here)."""
+    for name, prim in PRIMITIVES.items():
+        assert callable(prim.forward), name
+        assert isinstance(prim.rule, str) and prim.rule.strip(), f"{name}: no rule text"
+        assert prim.display and (callable(prim.display) or prim.display.strip()), name
+        assert prim.notation in ("infix", "power", "prefix", "call"), f"{name}: notation"
+        assert isinstance(prim.domain, Domain), f"{name}: no domain"
 
 
 def test_every_primitive_has_rules_for_both_modes():

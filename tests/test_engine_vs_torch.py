@@ -119,7 +119,19 @@ def unary_twin(name, ours, theirs, make=arrays):
 
 
 def _torch_fn(name):
-    return lambda t: getattr(t, name)()
+    """torch's method ``t.exp()``, or its function ``F.softplus(t)`` where it has no method."""
+
+    def fn(t):
+        method = getattr(t, name, None)
+        return method() if method is not None else getattr(_F(), name)(t)
+
+    return fn
+
+
+def _F():
+    import torch.nn.functional as F
+
+    return F
 
 
 for _name, _make in [
@@ -127,14 +139,15 @@ for _name, _make in [
     ("log", positive_arrays),
     ("tanh", arrays),
     ("sigmoid", arrays),
+    ("softplus", arrays),
     ("relu", arrays),
     ("sin", arrays),
     ("cos", arrays),
     ("sqrt", positive_arrays),
     ("abs", arrays),
 ]:
-    # ours through the generic math function (adl.exp(t)), theirs through the method
-    unary_twin(_name, getattr(adl, _name), _torch_fn(_name), _make)
+    # ours through the generic math function (ops.exp(t)), theirs through the method
+    unary_twin(_name, getattr(adl.ops, _name), _torch_fn(_name), _make)
 
 
 @st.composite

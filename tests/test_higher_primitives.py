@@ -53,6 +53,7 @@ CASES = {
     "log": [("", lambda r: [_positive(r, 4)], {}, torch.log)],
     "tanh": [("", lambda r: [r.normal(size=4)], {}, torch.tanh)],
     "sigmoid": [("", lambda r: [r.normal(size=4)], {}, torch.sigmoid)],
+    "softplus": [("", lambda r: [r.normal(size=4)], {}, torch.nn.functional.softplus)],
     "relu": [("", lambda r: [_away_from_zero(r, 5)], {}, torch.relu)],
     "sin": [("", lambda r: [r.normal(size=4)], {}, torch.sin)],
     "cos": [("", lambda r: [r.normal(size=4)], {}, torch.cos)],
