@@ -32,7 +32,8 @@ a Hessian-vector product without forming the Hessian.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -117,6 +118,27 @@ def _pull_back(out, leaves, seed, create_graph: bool):
     return grads
 
 
+def _record(
+    f: Callable, args: Sequence, nums: Iterable[int], *, scalar_as_value: bool = True
+) -> tuple[Any, list, bool]:
+    """The opening every reverse-mode transformation shares: run ``f`` on ``args`` with
+    the arguments at positions ``nums`` made differentiable leaves.
+
+    Returns ``(out, leaves, nested)``. ``nested`` is True inside another reverse-mode
+    transformation or when an argument already is a graph value: the backward pass must
+    then be recorded as a graph (``create_graph``) and graph values returned.
+    """
+    args = list(args)
+    nums = list(nums)
+    nested = _ReverseNesting.depth > 0 or any(is_node(args[i]) for i in nums)
+    leaves = [_leaf(args[i], scalar_as_value=scalar_as_value) for i in nums]
+    for i, leaf in zip(nums, leaves, strict=True):
+        args[i] = leaf
+    with _running_reverse:
+        out = f(*args)
+    return out, leaves, nested
+
+
 def _one_output(out, where: str):
     """Reverse mode pulls back one output: several must be stacked into one Tensor first."""
     if isinstance(out, list | tuple):
@@ -161,13 +183,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         nums = _argnums(argnums, len(args))
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
-        args = list(args)
-        nested = _ReverseNesting.depth > 0 or any(is_node(args[i]) for i in nums)
-        leaves = [_leaf(args[i]) for i in nums]
-        for i, leaf in zip(nums, leaves, strict=True):
-            args[i] = leaf
-        with _running_reverse:
-            out = f(*args)
+        out, leaves, nested = _record(f, args, nums)
         core = innermost(out)
         if not is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
             raise TypeError(
@@ -225,10 +241,8 @@ def vjp(f: Callable, *primals):
     """
     if _has_dual(primals):
         return _vjp_through_duals(f, primals)
-    nested = _ReverseNesting.depth > 0 or any(is_node(p) for p in primals)
-    leaves = [_leaf(p) for p in primals]
-    with _running_reverse:
-        out = _one_output(f(*leaves), "vjp")
+    out, leaves, nested = _record(f, primals, range(len(primals)))
+    out = _one_output(out, "vjp")
 
     def vjp_fn(cotangent):
         if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
@@ -325,26 +339,14 @@ def jacfwd(f: Callable, argnums: int = 0) -> Callable:
         if not is_node(x):
             x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
         x_shape = np.shape(_raw(x))
-        n = int(np.prod(x_shape, dtype=np.int64))
 
         def f_of_x(xd):
             return f(*args[:argnums], xd, *args[argnums + 1 :])
 
-        if not x_shape:  # a scalar input: the Jacobian is the one column
-            out, col = jvp(f_of_x, (x,), (1.0,))
-            return col if is_node(col) else np.asarray(col, dtype=float)[()]
-        columns = []
-        for j in range(n):
-            e = np.zeros(n)
-            e[j] = 1.0
-            out, col = jvp(f_of_x, (x,), (e.reshape(x_shape),))
-            columns.append(col)
-        if not columns:
+        out, columns = _by_columns(lambda e: jvp(f_of_x, (x,), (e,)), x_shape)
+        if out is None:  # x has no entries: no column, but the output's shape is needed
             out = f_of_x(x)
-            return np.zeros(np.shape(_raw(out)) + x_shape)
-        out_shape = np.shape(_raw(out))
-        jac = _stack_last(columns)
-        return jac.reshape(out_shape + x_shape)
+        return _from_columns(out, columns, x_shape)
 
     jacfwd_f.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
     return jacfwd_f
@@ -361,12 +363,10 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
         args = list(args)
-        x = args[argnums]
-        nested = _ReverseNesting.depth > 0 or is_node(x)
-        leaf = x if is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
-        args[argnums] = leaf
-        with _running_reverse:
-            out = _one_output(f(*args), "jacrev")
+        if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
+            args[argnums] = np.asarray(args[argnums], dtype=float)
+        out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
+        out = _one_output(out, "jacrev")
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))
@@ -423,17 +423,37 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
         args = list(args)
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
-        columns = []
-        for e in _basis(np.shape(x)):
+
+        def column(e):  # replay the gradient's graph with x + e ε: the column H e
             tag = new_tag()
             replayed = replay(recorded, {leaf: Dual(x, e, tag)})
-            columns.append(_raw(_tangent_of(replayed, tag)[1]))
-        if not np.shape(x):
-            return np.asarray(columns[0], dtype=float)[()]
-        return _stack_last(columns).reshape(np.shape(_raw(recorded)) + np.shape(x))
+            return recorded, _raw(_tangent_of(replayed, tag)[1])
+
+        _, columns = _by_columns(column, np.shape(x))
+        return _from_columns(recorded, columns, np.shape(x))
 
     hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
     return hessian_f
+
+
+def _by_columns(push: Callable, x_shape: tuple) -> tuple[Any, list]:
+    """A Jacobian column by column: ``push(e)`` gives ``(out, J e)`` for each unit
+    direction ``e`` of the input. Returns the last ``out`` (None when x has no entries)."""
+    out, columns = None, []
+    for e in _basis(x_shape):
+        out, column = push(e)
+        columns.append(column)
+    return out, columns
+
+
+def _from_columns(out, columns: list, x_shape: tuple):
+    """The Jacobian of shape ``out.shape + x.shape`` from its columns."""
+    if not x_shape:  # a scalar input: the Jacobian is the one column
+        column = columns[0]
+        return column if is_node(column) else np.asarray(column, dtype=float)[()]
+    if not columns:
+        return np.zeros(np.shape(_raw(out)) + x_shape)
+    return _stack_last(columns).reshape(np.shape(_raw(out)) + x_shape)
 
 
 def _basis(shape: tuple):

@@ -288,6 +288,14 @@ class _Stepper(widgets.VBox):
         )
         return f'<table style="{_TABLE_STYLE}"><tr>{head}</tr>{body}</table>'
 
+    def _head(self, k: int) -> str:
+        """The title of step ``k`` (k >= 1): its number and the node processed."""
+        node = self.events[k - 1].node
+        head = f"<b>Step {k} of {self.steps}: {self._code(node)}</b>"
+        if node not in self.view.index:
+            head += " <i>(not drawn: outside the node budget)</i>"
+        return head
+
     def _code(self, node) -> str:
         return f"<code>{html_lib.escape(self.name(node))}</code>"
 
@@ -478,9 +486,7 @@ class BackwardStepper(_Stepper):
             )
         event = self.events[k - 1]
         node = event.node
-        head = f"<b>Step {k} of {n}: {self._code(node)}</b>"
-        if node not in self.view.index:
-            head += " <i>(not drawn: outside the node budget)</i>"
+        head = self._head(k)
         if event.amount is None:
             return head + ": no gradient reaches this node (it is a constant): skipped."
         grad_line = (
@@ -678,9 +684,7 @@ class ForwardStepper(_Stepper):
             )
         event = self.events[k - 1]
         node = event.node
-        head = f"<b>Step {k} of {n}: {self._code(node)}</b>"
-        if node not in self.view.index:
-            head += " <i>(not drawn: outside the node budget)</i>"
+        head = self._head(k)
         if node._fn is None:
             kind = "an input" if node in self.seed else "a constant"
             text = f"{head} is {kind}: its tangent is <b>{_fmt(event.amount)}</b>."
