@@ -274,7 +274,7 @@ def _vjp_through_duals(f: Callable, primals):
     pairs = zip(leaves, primals, strict=True)
     substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
     out, graph_vjp_fn = vjp(f, *leaves)
-    cache = {}  # the forward part is replayed once, shared by every call of vjp_fn
+    cache: dict = {}  # the forward part is replayed once, shared by every call of vjp_fn
 
     def vjp_fn(cotangent):
         subs = dict(substitutions)

@@ -76,6 +76,10 @@ def constant(x: Any) -> Any:
     Derivative rules use it for quantities whose own derivative is zero almost
     everywhere (a relu's on/off mask, the sign of ``abs``).
     """
-    while isinstance(x, Traced):
-        x = x.primal if isinstance(x, DualNumber) else x.data
-    return x
+    while True:
+        if isinstance(x, DualNumber):
+            x = x.primal
+        elif isinstance(x, Node):
+            x = x.data
+        else:
+            return x

@@ -15,7 +15,7 @@ rest:
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,9 +50,15 @@ class ArrayMethods(FunctionMethods):
     """Operators, reductions and reshaping, shared by ``Tensor`` and ``Dual``."""
 
     __slots__ = ()
-    shape: tuple
-    ndim: int
-    _apply: Any
+    _apply: Any  # the class's way to apply a primitive (Tensor._apply, Dual._apply)
+
+    if TYPE_CHECKING:  # provided by Tensor and Dual
+
+        @property
+        def shape(self) -> tuple: ...
+
+        @property
+        def ndim(self) -> int: ...
 
     def _binary(self, fn: P.Primitive, other: Any, reverse: bool = False) -> Any:
         if is_dual(other) and not is_dual(self):  # a Dual is the outer layer: its method drives

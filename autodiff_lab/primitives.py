@@ -96,8 +96,8 @@ class Primitive:
     ):
         self.name = name
         self.forward = forward
-        self.vjp = vjp  # one rule per input
-        self.jvp = jvp
+        self.vjp: tuple[Callable, ...] = vjp or ()  # one rule per input
+        self.jvp: tuple[Callable, ...] = jvp or ()
         # Primitives with any number of inputs (concatenate) give all rules at once.
         self.vjp_all = vjp_all
         self.jvp_all = jvp_all
@@ -114,7 +114,7 @@ class Primitive:
         themselves, to record the backward pass as a graph). ``None`` where ``wanted`` is
         False (an input that needs no gradient: its share is never computed).
         """
-        if self.vjp is None:
+        if self.vjp_all is not None:
             shares = self.vjp_all(g, out, *inputs, **params)
             return [share if want else None for share, want in zip(shares, wanted)]
         if params:
@@ -130,7 +130,7 @@ class Primitive:
         ``tangents[i]`` is None for an input that does not move; the result is None when
         none moves.
         """
-        if self.jvp is None:
+        if self.jvp_all is not None:
             if all(t is None for t in tangents):
                 return None
             return self.jvp_all(tangents, out, *inputs, **params)
@@ -566,6 +566,7 @@ def _scatter_add(g, index, shape):
     return out
 
 
+SCATTER_ADD: Primitive  # (defined below: indexing and scattering are each other's transpose)
 GETITEM = primitive(  # x[index]: the gradient goes back to the entries that were read
     "getitem",
     lambda x, index: x[index],

@@ -229,7 +229,7 @@ class Value(Node, FunctionMethods):
 def _primitive_for_symbol(op: str, arity: int):
     """Map micrograd-style ``Value(x, (a, b), '+')`` to its primitive."""
     for prim in P.PRIMITIVES.values():
-        if op in (prim.symbol, prim.name) and (prim.vjp is None or len(prim.vjp) == arity):
+        if op in (prim.symbol, prim.name) and (not prim.vjp or len(prim.vjp) == arity):
             return prim
     if op.startswith("**"):
         raise ValueError("Value: build powers with `a ** 2`, not Value(..., _op='**2')")

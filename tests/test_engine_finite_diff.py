@@ -250,9 +250,9 @@ def test_every_primitive_entry_is_complete():
 
 def test_every_primitive_has_rules_for_both_modes():
     for name, prim in PRIMITIVES.items():
-        assert (prim.vjp is not None) or (prim.vjp_all is not None), f"{name}: no vjp rules"
-        assert (prim.jvp is not None) or (prim.jvp_all is not None), f"{name}: no jvp rules"
-        if prim.vjp is not None and prim.jvp is not None:
+        assert prim.vjp or (prim.vjp_all is not None), f"{name}: no vjp rules"
+        assert prim.jvp or (prim.jvp_all is not None), f"{name}: no jvp rules"
+        if prim.vjp and prim.jvp:
             assert len(prim.vjp) == len(prim.jvp), f"{name}: vjp and jvp arities differ"
 
 

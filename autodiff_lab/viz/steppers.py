@@ -28,6 +28,7 @@ import html as html_lib
 import inspect
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
@@ -104,20 +105,20 @@ class Contribution:
     """What one input edge receives at one step."""
 
     position: int  # which input of the node (index into node._prev)
-    parent: object
-    incoming: object  # reverse: the upstream grad; forward: the input's tangent
+    parent: Any
+    incoming: Any  # reverse: the upstream grad; forward: the input's tangent
     local: float | None  # the local derivative (scalars), None for tensors
-    share: object  # incoming × local (reverse: what the input receives)
-    before: object = None  # reverse: the input's gradient before this share
-    after: object = None  # reverse: … and after it
+    share: Any  # incoming × local (reverse: what the input receives)
+    before: Any = None  # reverse: the input's gradient before this share
+    after: Any = None  # reverse: … and after it
 
 
 @dataclass
 class Event:
     """One step: the node processed and what flowed along its edges."""
 
-    node: object
-    amount: object  # reverse: the node's complete gradient; forward: its tangent
+    node: Any
+    amount: Any  # reverse: the node's complete gradient; forward: its tangent
     contributions: list[Contribution] = field(default_factory=list)
 
 
@@ -565,8 +566,8 @@ class ForwardStepper(_Stepper):
                 "(one tangent per input: the direction it moves in)"
             )
         names = _parameter_names(f, len(inputs))
-        self.inputs = []
-        self.seed = {}
+        self.inputs: list[Value | Tensor] = []
+        self.seed: dict = {}
         for name, x, t in zip(names, inputs, tangents, strict=True):
             if _is_number(x):
                 if not _is_number(t):
@@ -574,7 +575,7 @@ class ForwardStepper(_Stepper):
                         f"ForwardStepper: input {name} is a number, so its tangent must be "
                         f"a number too, got {t!r:.40}"
                     )
-                leaf = Value(float(x), label=name)
+                leaf: Value | Tensor = Value(float(x), label=name)
                 self.seed[leaf] = float(t)
             else:
                 leaf = Tensor(x, requires_grad=True, label=name)
@@ -620,10 +621,10 @@ class ForwardStepper(_Stepper):
             total = fn.pushforward(incoming, node.data, inputs, ctx)
             contributions = []
             for position, parent in enumerate(node._prev):  # one input moving at a time
-                alone = [None] * len(node._prev)
+                alone: list = [None] * len(node._prev)
                 alone[position] = incoming[position]
                 share = fn.pushforward(alone, node.data, inputs, ctx)
-                local = None
+                local: float | None = None
                 if not is_tensor(node):  # scalar rules are linear in t: t = 1 gives d out/d in
                     share = _plain(share)
                     alone[position] = 1.0
