@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class Dual(DualNumber, ArrayMethods):
     __slots__ = ("primal", "tangent", "tag")
     __array_ufunc__ = None  # ndarray * Dual defers to Dual.__rmul__
 
-    def __init__(self, primal, tangent=None, tag: int = 0):
+    def __init__(self, primal: Any, tangent: Any = None, tag: int = 0) -> None:
         if isinstance(primal, list | tuple):
             primal = np.asarray(primal, dtype=float)
         if not isinstance(primal, numbers.Number | np.ndarray | Traced):
@@ -62,14 +63,14 @@ class Dual(DualNumber, ArrayMethods):
         self.primal, self.tangent, self.tag = primal, tangent, tag
 
     @classmethod
-    def _new(cls, primal, tangent, tag):
+    def _new(cls, primal: Any, tangent: Any, tag: Any) -> Dual:
         """A dual from an operation's result (already consistent: no checks needed)."""
         out = cls.__new__(cls)
         out.primal, out.tangent, out.tag = primal, tangent, tag
         return out
 
     @classmethod
-    def _apply(cls, fn, *inputs, **params):
+    def _apply(cls, fn: Any, *inputs: Any, **params: Any) -> Dual:
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
             plain = type(x) in P.PLAIN_TYPES or isinstance(x, numbers.Number)

@@ -56,10 +56,10 @@ class _ReverseNesting:
 
     depth = 0
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         _ReverseNesting.depth += 1
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> None:
         _ReverseNesting.depth -= 1
 
 
@@ -233,7 +233,7 @@ def _raw(x):
     return x
 
 
-def vjp(f: Callable, *primals):
+def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     """Reverse mode: ``out, vjp_fn = vjp(f, *primals)``; ``vjp_fn(ct)`` is ``ctᵀ·J``.
 
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
@@ -299,7 +299,7 @@ def _tangent_of(out, tag):
     return out, zero
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     """Forward mode: ``(f(*primals), J·tangents)`` in one pass with dual numbers.
 
     ``primals`` and ``tangents`` are tuples with one entry per argument of ``f``
@@ -468,7 +468,7 @@ def _basis(shape: tuple):
         yield e.reshape(shape)
 
 
-def hvp(f: Callable, x, v, mode: str = "fwd-rev"):
+def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
     """The Hessian-vector product ``H(x) · v`` of a scalar ``f``, without forming ``H``.
 
     ``mode="fwd-rev"``: ``jvp(grad(f), x, v)``, the directional derivative of the gradient

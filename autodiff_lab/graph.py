@@ -15,7 +15,7 @@ The visualisations walk the graph with the same :func:`topological_order` that
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
 
@@ -32,7 +32,7 @@ def is_grad_enabled() -> bool:
 
 
 @contextmanager
-def no_grad():
+def no_grad() -> Iterator[None]:
     """Compute without recording a graph (evaluation, optimizer updates)."""
     previous = _GradMode.enabled
     _GradMode.enabled = False
@@ -42,7 +42,7 @@ def no_grad():
         _GradMode.enabled = previous
 
 
-def topological_order(root) -> list:
+def topological_order(root: Any) -> list:
     """All nodes ``root`` depends on, each listed after every node it was computed from.
 
     Depth-first search with an explicit stack (no recursion, so a chain of a million

@@ -77,81 +77,81 @@ class ArrayMethods(FunctionMethods):
 
     # --- arithmetic (numpy broadcasting) ---------------------------------------------
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Any:
         return self._binary(P.ADD, other)
 
-    def __radd__(self, other):
+    def __radd__(self, other: Any) -> Any:
         return self._binary(P.ADD, other, reverse=True)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Any) -> Any:
         return self._binary(P.SUB, other)
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: Any) -> Any:
         return self._binary(P.SUB, other, reverse=True)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Any) -> Any:
         return self._binary(P.MUL, other)
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: Any) -> Any:
         return self._binary(P.MUL, other, reverse=True)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Any) -> Any:
         return self._binary(P.DIV, other)
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: Any) -> Any:
         return self._binary(P.DIV, other, reverse=True)
 
-    def __pow__(self, other):
+    def __pow__(self, other: Any) -> Any:
         if isinstance(other, numbers.Real):
             return self._apply(P.POW_CONST, self, exponent=other)
         return self._binary(P.POW, other)
 
-    def __rpow__(self, other):
+    def __rpow__(self, other: Any) -> Any:
         return self._binary(P.POW, other, reverse=True)
 
-    def __neg__(self):
+    def __neg__(self) -> Any:
         return self._apply(P.NEG, self)
 
-    def __matmul__(self, other):
+    def __matmul__(self, other: Any) -> Any:
         if is_dual(other) and not is_dual(self):
             return NotImplemented
         _check_matmul(type(self).__name__, self.shape, np.shape(constant(other)))
         return self._apply(P.MATMUL, self, other)
 
-    def __rmatmul__(self, other):
+    def __rmatmul__(self, other: Any) -> Any:
         _check_matmul(type(self).__name__, np.shape(constant(other)), self.shape)
         return self._apply(P.MATMUL, other, self)
 
     # comparisons give plain booleans (no gradient), for control flow; == stays identity
-    def __lt__(self, other):
+    def __lt__(self, other: Any) -> Any:
         return constant(self) < constant(other)
 
-    def __le__(self, other):
+    def __le__(self, other: Any) -> Any:
         return constant(self) <= constant(other)
 
-    def __gt__(self, other):
+    def __gt__(self, other: Any) -> Any:
         return constant(self) > constant(other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: Any) -> Any:
         return constant(self) >= constant(other)
 
     __hash__ = object.__hash__
 
     # --- along an axis ---------------------------------------------------------------
 
-    def softmax(self, axis: int = -1):
+    def softmax(self, axis: int = -1) -> Any:
         return self._apply(P.SOFTMAX, self, axis=self._axis(axis, "softmax"))
 
-    def log_softmax(self, axis: int = -1):
+    def log_softmax(self, axis: int = -1) -> Any:
         return self._apply(P.LOG_SOFTMAX, self, axis=self._axis(axis, "log_softmax"))
 
-    def sum(self, axis=None, keepdims: bool = False):
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
         return self._apply(P.SUM, self, axis=self._axis(axis, "sum"), keepdims=keepdims)
 
-    def mean(self, axis=None, keepdims: bool = False):
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
         return self._apply(P.MEAN, self, axis=self._axis(axis, "mean"), keepdims=keepdims)
 
-    def max(self, axis=None, keepdims: bool = False):
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
         axis = self._axis(axis, "max")
         reduced = range(self.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
         if any(self.shape[a] == 0 for a in reduced):
@@ -160,7 +160,7 @@ class ArrayMethods(FunctionMethods):
             )
         return self._apply(P.MAX, self, axis=axis, keepdims=keepdims)
 
-    def _axis(self, axis, op: str):
+    def _axis(self, axis: Any, op: str) -> Any:
         """``axis`` checked against this array's shape (a clear error when out of range)."""
         axes = (axis,) if isinstance(axis, int) else axis or ()
         for a in axes:
@@ -172,7 +172,7 @@ class ArrayMethods(FunctionMethods):
 
     # --- shapes ----------------------------------------------------------------------
 
-    def reshape(self, *shape):
+    def reshape(self, *shape: Any) -> Any:
         shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
         try:
             np.empty(self.shape).reshape(shape)  # cheap shape check: no data is copied
@@ -183,7 +183,8 @@ class ArrayMethods(FunctionMethods):
             ) from None
         return self._apply(P.RESHAPE, self, shape=shape)
 
-    def transpose(self, *axes):
+    def transpose(self, *axes_given: Any) -> Any:
+        axes: Any = axes_given
         if len(axes) == 1 and not isinstance(axes[0], int):  # t.transpose((1, 0)) or (None)
             axes = axes[0]
         axes = tuple(axes) if axes else None
@@ -197,13 +198,13 @@ class ArrayMethods(FunctionMethods):
         return self._apply(P.TRANSPOSE, self, axes=axes)
 
     @property
-    def T(self):
+    def T(self) -> Any:
         return self.transpose()
 
-    def broadcast_to(self, shape):
+    def broadcast_to(self, shape: Any) -> Any:
         return self._apply(P.BROADCAST_TO, self, shape=tuple(shape))
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: Any) -> Any:
         index = _plain_index(index)
         try:
             constant(self)[index]

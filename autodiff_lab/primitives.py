@@ -1,17 +1,21 @@
-"""Every primitive operation, each defined in one place with all of its rules.
+"""Every primitive operation, each defined in one place: one entry with all it needs.
 
-A primitive has
+An entry (:class:`Primitive`) holds
 
 - ``forward(*inputs, **params)``: the value it computes;
 - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``, giving that input's
   share of the gradient: the upstream gradient ``g`` times the local derivative
   (reverse mode, the chain rule applied backwards);
 - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)``, giving that input's
-  contribution to the output's tangent when the input moves by ``t`` (forward mode).
+  contribution to the output's tangent when the input moves by ``t`` (forward mode);
+- its rule as text, its display form in the drawings and its domain.
 
-``Value``, ``Tensor`` and ``Dual`` all compute through this table, so adding an operation
-means adding one entry here (and a method that calls it); the gradient checks in the tests
-pick it up from :data:`PRIMITIVES`.
+``Value``, ``Tensor`` and ``Dual`` all compute through this table (``backward()`` through
+:meth:`Primitive.pullback`, ``Dual`` through :meth:`Primitive.pushforward`), and so do the
+steppers. Adding an elementwise function means adding one :func:`elementwise` entry here:
+it becomes ``ops.<name>``, a method of ``Value``, ``Tensor`` and ``Dual``, a drawable and
+steppable node, and the gradient checks in the tests pick it up from :data:`PRIMITIVES`
+(they fail until its test cases are added).
 
 The rules are written with ordinary operators and the generic functions of
 :mod:`autodiff_lab.ops`. On plain numbers they compute numbers; handed graph values (as
@@ -219,7 +223,6 @@ def _bcast(t, out):
 
 
 # --- arithmetic -------------------------------------------------------------------------
-# d(a+b) = da + db;  d(a*b) = b da + a db;  d(a/b) = da/b - a db/b^2;  d(a^b) = ...
 
 ADD = primitive(
     "add",

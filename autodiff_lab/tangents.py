@@ -16,13 +16,14 @@ constant times ``f`` — without ever forming ``H``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .graph import topological_order
 from .kinds import innermost, is_node
 from .primitives import bind
 
 
-def replay(outputs, substitutions: Mapping, cache: dict | None = None):
+def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> Any:
     """Re-evaluate the graph behind ``outputs`` with ``substitutions`` (node -> new value).
 
     ``outputs`` is a graph node, a plain value, or a (nested) tuple/list of them; the

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numbers
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -51,7 +52,13 @@ class Tensor(Node, ArrayMethods):
     __slots__ = ("data", "grad", "requires_grad", "_prev", "_fn", "_ctx", "label")
     __array_ufunc__ = None  # ndarray + Tensor defers to Tensor.__radd__
 
-    def __init__(self, data, requires_grad: bool = False, dtype=None, label: str = ""):
+    def __init__(
+        self,
+        data: Any,
+        requires_grad: bool = False,
+        dtype: Any = None,
+        label: str = "",
+    ) -> None:
         self.data = _to_array(data, dtype, "Tensor")
         self.grad = None
         self.requires_grad = bool(requires_grad)
@@ -61,7 +68,7 @@ class Tensor(Node, ArrayMethods):
         self.label = label
 
     @classmethod
-    def _apply(cls, fn, *inputs, **params):
+    def _apply(cls, fn: Any, *inputs: Any, **params: Any) -> Tensor:
         """Compute primitive ``fn`` on the inputs' data; record the node if any input
         requires grad (otherwise the result is a plain constant, with no history)."""
         for x in inputs:
@@ -104,7 +111,7 @@ class Tensor(Node, ArrayMethods):
         return self.data.size
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self.data.dtype
 
     @property
@@ -126,7 +133,7 @@ class Tensor(Node, ArrayMethods):
 
     # --- autodiff ------------------------------------------------------------------------
 
-    def backward(self, grad=None, create_graph: bool = False):
+    def backward(self, grad: Any = None, create_graph: bool = False) -> None:
         """Accumulate d self / d t into ``t.grad`` for every tensor t this one depends on.
 
         ``grad`` is the gradient of some final scalar with respect to this tensor; it may
@@ -188,7 +195,7 @@ def _constant(x, like: Tensor, fn) -> Tensor:
         ) from None
 
 
-def concatenate(tensors, axis: int = 0) -> Tensor:
+def concatenate(tensors: Any, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis; backward hands each its slice of the gradient.
 
     Forward-mode ``Dual`` arrays can be joined too (their tangents are joined alike).
@@ -215,7 +222,7 @@ def _check_concatenate(shapes: list, axis: int):
             raise ValueError(f"concatenate: shapes {shapes} must match except along axis {axis}")
 
 
-def stack(tensors, axis: int = 0) -> Tensor:
+def stack(tensors: Any, axis: int = 0) -> Tensor:
     """Join same-shape tensors along a new axis (each gets a size-1 axis, then concatenate)."""
     if any(is_dual(t) for t in tensors):  # forward mode: constants stay arrays
         tensors = [t if isinstance(t, Traced) else _to_array(t, None, "stack") for t in tensors]
@@ -229,7 +236,7 @@ def stack(tensors, axis: int = 0) -> Tensor:
     return concatenate(expanded, axis=axis)
 
 
-def cross_entropy(logits: Tensor, targets) -> Tensor:
+def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
     """Mean over the batch of -log softmax(logits)[target], fused and stable.
 
     ``logits`` has shape (N, C); ``targets`` holds N class indices in [0, C).

@@ -14,11 +14,34 @@ collector.
 
 Every node keeps its ``.grad`` after ``backward()`` (as in micrograd; PyTorch keeps only
 the leaves'). Calling ``backward()`` again adds to every ``.grad``: zero them first.
+
+From chapter 03 (and micrograd) to this package:
+
+==================================  ===================================================
+chapter 03 / micrograd              here
+==================================  ===================================================
+``Value(data, parents, op, ...)``   :class:`Value` (this file): ``data``, ``grad``,
+                                    ``_prev``, ``_op``, ``label`` mean the same
+``_local_grads`` stored by each op  ``_fn`` (the op's primitive) and ``_ctx`` (its
+/ micrograd's ``_backward``         parameters); the primitive's ``vjp`` rule computes
+closures                            ``upstream grad × local derivative`` when backward
+                                    reaches the node (``primitives.py``: one entry per
+                                    op, applied by ``Primitive.pullback``)
+``add``, ``mul``, ``tanh`` …        ``Value.__add__``, ``__mul__`` (this file), and
+                                    ``x.tanh()`` … made from the primitive table
+                                    (``methods.py``)
+``topological_order`` /             :func:`autodiff_lab.graph.topological_order`
+micrograd's ``build_topo``          (``graph.py``; iterative, deterministic)
+the ``backward`` loop and its       :func:`autodiff_lab.graph.backpropagate`
+``grads`` dict                      (``graph.py``), its ``pending`` dict
+``zero_grad``                       :meth:`Value.zero_grad` (this file)
+==================================  ===================================================
 """
 
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 from . import graph
 from . import primitives as P
@@ -54,7 +77,7 @@ class Value(Node, FunctionMethods):
     __slots__ = ("data", "grad", "_prev", "_fn", "_ctx", "label")
     requires_grad = True  # every Value takes part in backward, as in micrograd
 
-    def __init__(self, data, _children=(), _op: str = "", label: str = ""):
+    def __init__(self, data: Any, _children: Any = (), _op: str = "", label: str = "") -> None:
         self.data = data if type(data) is float else _as_number(data, "constructor")
         self.grad = 0.0
         self._prev = tuple(_children)
@@ -63,7 +86,7 @@ class Value(Node, FunctionMethods):
         self.label = label
 
     @classmethod
-    def _result(cls, data, parents, fn, ctx=None):
+    def _result(cls, data: Any, parents: Any, fn: Any, ctx: Any = None) -> Value:
         """A new node for the output of ``fn`` (no history inside ``no_grad()``)."""
         out = cls.__new__(cls)
         out.data = data
@@ -76,7 +99,7 @@ class Value(Node, FunctionMethods):
         return out
 
     @classmethod
-    def _apply(cls, fn, *inputs, **params):
+    def _apply(cls, fn: Any, *inputs: Any, **params: Any) -> Value:
         """Apply any primitive (used by generic code such as derivative rules)."""
         inputs = tuple(x if isinstance(x, Value) else Value(_as_number(x, fn.name)) for x in inputs)
         if fn.domain.outside is not None:
@@ -94,25 +117,25 @@ class Value(Node, FunctionMethods):
 
     # --- arithmetic: each builds its output node; the rules live in primitives.py ------
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "+")
         if other is NotImplemented:
             return other
         return Value._result(self.data + other.data, (self, other), P.ADD)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "*")
         if other is NotImplemented:
             return other
         return Value._result(self.data * other.data, (self, other), P.MUL)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "-")
         if other is NotImplemented:
             return other
         return Value._result(self.data - other.data, (self, other), P.SUB)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "/")
         if other is NotImplemented:
             return other
@@ -120,7 +143,7 @@ class Value(Node, FunctionMethods):
             raise ZeroDivisionError(f"Value /: division by zero ({self!r} / {other!r})")
         return Value._result(self.data / other.data, (self, other), P.DIV)
 
-    def __pow__(self, other):
+    def __pow__(self, other: Any) -> Value:
         if isinstance(other, Value):  # a Value exponent is differentiated too
             if self.data <= 0:
                 raise ValueError(
@@ -135,22 +158,22 @@ class Value(Node, FunctionMethods):
             raise ZeroDivisionError(f"Value **: 0 raised to the negative power {exponent:g}")
         return Value._result(self.data**exponent, (self,), P.POW_CONST, {"exponent": exponent})
 
-    def __neg__(self):
+    def __neg__(self) -> Value:
         return Value._result(-self.data, (self,), P.NEG)
 
-    def __radd__(self, other):  # other + self
+    def __radd__(self, other: Any) -> Value:  # other + self
         return Value(_as_number(other, "+")) + self
 
-    def __rmul__(self, other):  # other * self
+    def __rmul__(self, other: Any) -> Value:  # other * self
         return Value(_as_number(other, "*")) * self
 
-    def __rsub__(self, other):  # other - self
+    def __rsub__(self, other: Any) -> Value:  # other - self
         return Value(_as_number(other, "-")) - self
 
-    def __rtruediv__(self, other):  # other / self
+    def __rtruediv__(self, other: Any) -> Value:  # other / self
         return Value(_as_number(other, "/")) / self
 
-    def __rpow__(self, other):  # other ** self
+    def __rpow__(self, other: Any) -> Value:  # other ** self
         return Value(_as_number(other, "**")) ** self
 
     # --- functions: exp, log, tanh, relu… come from the primitive table (methods.py) ----
@@ -164,7 +187,7 @@ class Value(Node, FunctionMethods):
     # --- many scalars at once ------------------------------------------------------------
 
     @staticmethod
-    def sum(values, start=0.0) -> Value:
+    def sum(values: Any, start: Any = 0.0) -> Value:
         """``start + v1 + ... + vn`` recorded as one ``Σ`` node (each input's gradient: 1)."""
         values = [v if isinstance(v, Value) else Value(_as_number(v, "sum")) for v in values]
         if start != 0.0:
@@ -173,7 +196,7 @@ class Value(Node, FunctionMethods):
         return Value._result(data, tuple(values), P.ADD_N)
 
     @staticmethod
-    def dot(ws, xs) -> Value:
+    def dot(ws: Any, xs: Any) -> Value:
         """``w1*x1 + ... + wn*xn`` as one node: d/dwi = xi, d/dxi = wi (a neuron's core)."""
         ws = [w if isinstance(w, Value) else Value(_as_number(w, "dot")) for w in ws]
         xs = [x if isinstance(x, Value) else Value(_as_number(x, "dot")) for x in xs]
@@ -185,26 +208,26 @@ class Value(Node, FunctionMethods):
     # --- comparisons: plain bools on .data, for Python control flow (`if x > 0:`) ------
     # (== is left as identity, so a Value can be a dict key.)
 
-    def __lt__(self, other):
+    def __lt__(self, other: Any) -> bool:
         return self.data < (other.data if isinstance(other, Value) else other)
 
-    def __le__(self, other):
+    def __le__(self, other: Any) -> bool:
         return self.data <= (other.data if isinstance(other, Value) else other)
 
-    def __gt__(self, other):
+    def __gt__(self, other: Any) -> bool:
         return self.data > (other.data if isinstance(other, Value) else other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: Any) -> bool:
         return self.data >= (other.data if isinstance(other, Value) else other)
 
     __hash__ = object.__hash__
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.data)
 
     # --- autodiff --------------------------------------------------------------------
 
-    def backward(self, create_graph: bool = False):
+    def backward(self, create_graph: bool = False) -> None:
         """Fill ``.grad`` of every node this value depends on with d self / d node.
 
         Gradients add up across calls. With ``create_graph=True`` the gradients are
@@ -217,7 +240,7 @@ class Value(Node, FunctionMethods):
         """The same number as a new leaf, cut off from the graph."""
         return Value(self.data, label=self.label)
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Set the gradient of this node and every node it depends on back to 0."""
         for node in graph.topological_order(self):
             node.grad = 0.0

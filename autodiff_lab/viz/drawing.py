@@ -96,8 +96,7 @@ def escape_record(text: str) -> str:
 
 
 def is_tensor(node) -> bool:
-    """True for a ``Tensor`` (its data may be an ndarray or, after a full reduction, a
-    numpy scalar)."""
+    """True for a ``Tensor`` (its data is always an ndarray: 0-d after a full reduction)."""
     from ..tensor import Tensor
 
     return isinstance(node, Tensor)
