@@ -4,7 +4,8 @@
   wall-clock deadlines would only make tests flaky) and ``thorough`` (300 examples), chosen
   with the environment variable ``HYPOTHESIS_PROFILE=thorough``.
 - ``torch``: PyTorch as the reference oracle, in float64 with one thread. Tests that use
-  it are skipped (not failed) where PyTorch is not installed.
+  it are skipped where PyTorch is not installed — except with ``CI=true``, where such a
+  skip is turned into a failure (as the browser tests do): CI must run every check.
 - ``rng``: a seeded numpy random generator, fresh for each test.
 - The ``slow`` marker for the few tests that take seconds (``pytest -m "not slow"`` skips
   them while iterating).
@@ -27,6 +28,36 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=300, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+pytest_plugins = ["pytester"]  # (tests/test_ci_requirements.py runs pytest on small files)
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+#: Modules whose absence fails (instead of skipping) a test with CI=true.
+REQUIRED_IN_CI = ("torch",)
+
+
+def _fail_if_required(report) -> None:
+    """With CI=true, a skip because a required module is missing becomes a failure."""
+    if not (IN_CI and report.skipped):
+        return
+    reason = str(report.longrepr)
+    missing = [m for m in REQUIRED_IN_CI if f"could not import '{m}'" in reason]
+    if missing:
+        report.outcome = "failed"
+        report.longrepr = f"CI=true requires {', '.join(missing)} (skipped because: {reason})"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_if_required(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield  # (a module-level importorskip skips at collection)
+    _fail_if_required(outcome.get_result())
 
 
 def pytest_configure(config):
