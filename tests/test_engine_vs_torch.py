@@ -24,11 +24,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from primitive_cases import torch_twins
 
 import autodiff_lab as adl
 from autodiff_lab import Tensor, Value, concatenate, cross_entropy, stack
 from autodiff_lab.functional import jvp
-from autodiff_lab.primitives import PRIMITIVES, bind
+from autodiff_lab.primitives import ELEMENTWISE, PRIMITIVES, bind
 
 RTOL, ATOL = 1e-9, 1e-11
 
@@ -118,36 +119,15 @@ def unary_twin(name, ours, theirs, make=arrays):
         return Twin(ours, theirs, [data.draw(make(data.draw(shapes())))])
 
 
-def _torch_fn(name):
-    """torch's method ``t.exp()``, or its function ``F.softplus(t)`` where it has no method."""
-
-    def fn(t):
-        method = getattr(t, name, None)
-        return method() if method is not None else getattr(_F(), name)(t)
-
-    return fn
+def _shared_twin(name):
+    """The PyTorch twin from the shared table of primitive cases (imported when called)."""
+    return lambda *tensors, **params: torch_twins()[name](*tensors, **params)
 
 
-def _F():
-    import torch.nn.functional as F
-
-    return F
-
-
-for _name, _make in [
-    ("exp", arrays),
-    ("log", positive_arrays),
-    ("tanh", arrays),
-    ("sigmoid", arrays),
-    ("softplus", arrays),
-    ("relu", arrays),
-    ("sin", arrays),
-    ("cos", arrays),
-    ("sqrt", positive_arrays),
-    ("abs", arrays),
-]:
-    # ours through the generic math function (ops.exp(t)), theirs through the method
-    unary_twin(_name, getattr(adl.ops, _name), _torch_fn(_name), _make)
+for _prim in ELEMENTWISE:  # every elementwise primitive, drawn inside its domain
+    _make = arrays if _prim.domain.outside is None else positive_arrays
+    # ours through the generic math function (ops.exp(t)), theirs from the shared table
+    unary_twin(_prim.name, getattr(adl.ops, _prim.name), _shared_twin(_prim.name), _make)
 
 
 @st.composite
