@@ -375,6 +375,15 @@ LOG = elementwise(
     rule="d log x/dx = 1/x",
     domain=Domain("x > 0", outside=lambda x: x < 0, edge=lambda x: x == 0),
 )
+LOG1P = elementwise(  # log(1 + x), accurate for tiny x (where 1 + x rounds to 1)
+    "log1p",
+    lambda x: math.log1p(x) if x > -1 else -math.inf if x == -1 else math.nan,
+    np.log1p,
+    vjp=lambda g, out, x: g / (1 + x),
+    jvp=lambda t, out, x: t / (1 + x),
+    rule="d log(1 + x)/dx = 1/(1 + x)",
+    domain=Domain("x > -1", outside=lambda x: x < -1, edge=lambda x: x == -1),
+)
 TANH = elementwise(
     "tanh",
     math.tanh,
