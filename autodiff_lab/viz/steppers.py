@@ -289,6 +289,12 @@ class _Stepper(widgets.VBox):
         )
         return f'<table style="{_TABLE_STYLE}"><tr>{head}</tr>{body}</table>'
 
+    def explain(self, k: int) -> str:
+        """The explanation (HTML) of step ``k``: the start, or what the step's node did."""
+        if k == 0:
+            return self._explain_start()
+        return self._explain_step(k, self.events[k - 1], self._head(k))
+
     def _head(self, k: int) -> str:
         """The title of step ``k`` (k >= 1): its number and the node processed."""
         node = self.events[k - 1].node
@@ -474,20 +480,17 @@ class BackwardStepper(_Stepper):
         """The edge's product in this mode's reading order: upstream grad × local derivative."""
         return f"{_fmt(c.incoming)} × {_fmt(c.local)}"
 
-    def explain(self, k: int) -> str:
-        """The explanation (HTML) of step ``k``."""
-        n = self.steps
-        if k == 0:
-            return (
-                f"<b>Step 0 of {n}: the seed.</b> d{self._code(self.loss)}/d"
-                f"{self._code(self.loss)} = {_fmt(self.seed)}. backward() now visits the "
-                "nodes in <i>reversed topological order</i>: every node comes after all the "
-                "nodes that use it, so its gradient is complete when its turn comes. "
-                "Press <b>step ▶</b>."
-            )
-        event = self.events[k - 1]
+    def _explain_start(self) -> str:
+        return (
+            f"<b>Step 0 of {self.steps}: the seed.</b> d{self._code(self.loss)}/d"
+            f"{self._code(self.loss)} = {_fmt(self.seed)}. backward() now visits the "
+            "nodes in <i>reversed topological order</i>: every node comes after all the "
+            "nodes that use it, so its gradient is complete when its turn comes. "
+            "Press <b>step ▶</b>."
+        )
+
+    def _explain_step(self, k: int, event: Event, head: str) -> str:
         node = event.node
-        head = self._head(k)
         if event.amount is None:
             return head + ": no gradient reaches this node (it is a constant): skipped."
         grad_line = (
@@ -672,20 +675,17 @@ class ForwardStepper(_Stepper):
     def _direction(self) -> str:
         return ", ".join(f"d{self._code(x)} = {_fmt(self.seed[x])}" for x in self.inputs)
 
-    def explain(self, k: int) -> str:
-        """The explanation (HTML) of step ``k``."""
-        n = self.steps
-        if k == 0:
-            return (
-                f"<b>Step 0 of {n}: choose a direction.</b> The inputs move by "
-                f"{self._direction()}. Forward mode visits the nodes in topological order "
-                "(each after the values it is computed from) and carries a "
-                "<i>tangent</i> — how fast the value moves — along with every value. "
-                "Press <b>step ▶</b>."
-            )
-        event = self.events[k - 1]
+    def _explain_start(self) -> str:
+        return (
+            f"<b>Step 0 of {self.steps}: choose a direction.</b> The inputs move by "
+            f"{self._direction()}. Forward mode visits the nodes in topological order "
+            "(each after the values it is computed from) and carries a "
+            "<i>tangent</i> — how fast the value moves — along with every value. "
+            "Press <b>step ▶</b>."
+        )
+
+    def _explain_step(self, k: int, event: Event, head: str) -> str:
         node = event.node
-        head = self._head(k)
         if node._fn is None:
             kind = "an input" if node in self.seed else "a constant"
             text = f"{head} is {kind}: its tangent is <b>{_fmt(event.amount)}</b>."
@@ -709,7 +709,7 @@ class ForwardStepper(_Stepper):
                     ["input", "local derivative", "× input tangent", "= contribution"], rows
                 )
             text += f"tangent of {self._code(node)} = <b>{_fmt(event.amount)}</b>."
-        if k == n:
+        if k == self.steps:
             text += self._conclusion()
         return text
 
