@@ -63,14 +63,14 @@ class Dual(DualNumber, ArrayMethods):
         self.primal, self.tangent, self.tag = primal, tangent, tag
 
     @classmethod
-    def _new(cls, primal: Any, tangent: Any, tag: Any) -> Dual:
+    def _new(cls, primal: Any, tangent: Any, tag: int) -> Dual:
         """A dual from an operation's result (already consistent: no checks needed)."""
         out = cls.__new__(cls)
         out.primal, out.tangent, out.tag = primal, tangent, tag
         return out
 
     @classmethod
-    def _apply(cls, fn: Any, *inputs: Any, **params: Any) -> Dual:
+    def _apply(cls, fn: P.Primitive, *inputs: Any, **params: Any) -> Dual:
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
             plain = type(x) in P.PLAIN_TYPES or isinstance(x, numbers.Number)

@@ -68,7 +68,7 @@ class Tensor(Node, ArrayMethods):
         self.label = label
 
     @classmethod
-    def _apply(cls, fn: Any, *inputs: Any, **params: Any) -> Tensor:
+    def _apply(cls, fn: P.Primitive, *inputs: Any, **params: Any) -> Tensor:
         """Compute primitive ``fn`` on the inputs' data; record the node if any input
         requires grad (otherwise the result is a plain constant, with no history)."""
         for x in inputs:

@@ -86,7 +86,9 @@ class Value(Node, FunctionMethods):
         self.label = label
 
     @classmethod
-    def _result(cls, data: Any, parents: Any, fn: Any, ctx: Any = None) -> Value:
+    def _result(
+        cls, data: float, parents: tuple, fn: P.Primitive, ctx: dict | None = None
+    ) -> Value:
         """A new node for the output of ``fn`` (no history inside ``no_grad()``)."""
         out = cls.__new__(cls)
         out.data = data
@@ -99,7 +101,7 @@ class Value(Node, FunctionMethods):
         return out
 
     @classmethod
-    def _apply(cls, fn: Any, *inputs: Any, **params: Any) -> Value:
+    def _apply(cls, fn: P.Primitive, *inputs: Any, **params: Any) -> Value:
         """Apply any primitive (used by generic code such as derivative rules)."""
         inputs = tuple(x if isinstance(x, Value) else Value(_as_number(x, fn.name)) for x in inputs)
         if fn.domain.outside is not None:
