@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import primitives as P
-from .kinds import constant, is_dual
+from .kinds import DualNumber, constant
 
 
 class FunctionMethods:
@@ -61,8 +61,8 @@ class ArrayMethods(FunctionMethods):
         def ndim(self) -> int: ...
 
     def _binary(self, fn: P.Primitive, other: Any, reverse: bool = False) -> Any:
-        if is_dual(other) and not is_dual(self):  # a Dual is the outer layer: its method drives
-            return NotImplemented
+        if isinstance(other, DualNumber) and not isinstance(self, DualNumber):
+            return NotImplemented  # a Dual is the outer layer: its method drives
         a, b = (other, self) if reverse else (self, other)
         try:
             return self._apply(fn, a, b)
@@ -113,13 +113,13 @@ class ArrayMethods(FunctionMethods):
         return self._apply(P.NEG, self)
 
     def __matmul__(self, other: Any) -> Any:
-        if is_dual(other) and not is_dual(self):
+        if isinstance(other, DualNumber) and not isinstance(self, DualNumber):
             return NotImplemented
-        _check_matmul(type(self).__name__, self.shape, np.shape(constant(other)))
+        _check_matmul(type(self).__name__, self.shape, _shape(other))
         return self._apply(P.MATMUL, self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
-        _check_matmul(type(self).__name__, np.shape(constant(other)), self.shape)
+        _check_matmul(type(self).__name__, _shape(other), self.shape)
         return self._apply(P.MATMUL, other, self)
 
     # comparisons give plain booleans (no gradient), for control flow; == stays identity
@@ -213,6 +213,10 @@ class ArrayMethods(FunctionMethods):
                 f"{type(self).__name__} []: index {index!r} for shape {self.shape}: {e}"
             ) from None
         return self._apply(P.GETITEM, self, index=index)
+
+
+def _shape(x: Any) -> tuple:
+    return x.shape if isinstance(x, ArrayMethods) else np.shape(constant(x))
 
 
 def _check_matmul(where: str, a: tuple, b: tuple) -> None:

@@ -145,6 +145,10 @@ class Primitive:
                 total = share if total is None else total + share
         return total
 
+    def op(self, params: dict | None) -> str:
+        """micrograd's ``_op``: the symbol with its parameters filled in (``'**2'``)."""
+        return self.symbol.format(**params) if params and "{" in self.symbol else self.symbol
+
     def text(self, params: dict | None) -> str:
         """The drawings' text for the op with these parameters (``**2``, ``sum(axis=0)``)."""
         params = params or {}

@@ -116,7 +116,7 @@ class Tensor(Node, ArrayMethods):
 
     @property
     def _op(self) -> str:
-        return "" if self._fn is None else self._fn.symbol
+        return "" if self._fn is None else self._fn.op(self._ctx)
 
     def __len__(self) -> int:
         return len(self.data)

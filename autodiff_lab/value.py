@@ -112,10 +112,7 @@ class Value(Node, FunctionMethods):
     @property
     def _op(self) -> str:
         """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
-        if self._fn is None:
-            return ""
-        symbol = self._fn.symbol
-        return symbol.format(**self._ctx) if self._ctx else symbol
+        return "" if self._fn is None else self._fn.op(self._ctx)
 
     # --- arithmetic: each builds its output node; the rules live in primitives.py ------
 
