@@ -316,7 +316,7 @@ class GraphView:
             }
         if is_root:
             fill = FILL_OUTPUT
-        elif node._fn is None and getattr(node, "requires_grad", True):
+        elif node._fn is None and node.requires_grad:
             fill = FILL_INPUT  # an input or parameter: a leaf that gets a gradient
         else:
             fill = FILL_VALUE  # an intermediate value, or a constant

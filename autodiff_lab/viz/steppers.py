@@ -464,7 +464,7 @@ class BackwardStepper(_Stepper):
         else:
             lines.append(f"data {fmt_number(node.data)}")
         received = self._received.get((node, k))
-        if not getattr(node, "requires_grad", True):
+        if not node.requires_grad:
             lines.append("constant (no grad)")
         elif received:
             first = received[0].before
