@@ -1,13 +1,8 @@
 """The graph core shared by ``Value`` and ``Tensor``: topological order and backpropagation.
 
-Every graph value (a *node*) has
-
-- ``data``: what it computed;
-- ``grad``: its accumulated gradient;
-- ``_prev``: the tuple of nodes it was computed from (in argument order);
-- ``_fn``: the :class:`~autodiff_lab.primitives.Primitive` that computed it (None for a
-  leaf), and ``_ctx``: that primitive's keyword parameters (or None);
-- ``requires_grad``: whether gradients flow into it.
+Every graph value is a :class:`~autodiff_lab.kinds.Node`: its ``data``, its ``grad``, the
+nodes it was computed from (``_prev``, in argument order), the primitive that computed it
+(``_fn``, None for a leaf) with its parameters (``_ctx``), and ``requires_grad``.
 
 The visualisations walk the graph with the same :func:`topological_order` that
 :func:`backpropagate` runs, so what the widgets show is what ``backward()`` does.
@@ -15,11 +10,13 @@ The visualisations walk the graph with the same :func:`topological_order` that
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
 import numpy as np
+
+from .kinds import Node
 
 
 class _GradMode:
@@ -42,7 +39,7 @@ def no_grad() -> Iterator[None]:
         _GradMode.enabled = previous
 
 
-def topological_order(root: Any) -> list:
+def topological_order(root: Node) -> list[Node]:
     """All nodes ``root`` depends on, each listed after every node it was computed from.
 
     Depth-first search with an explicit stack (no recursion, so a chain of a million
@@ -73,15 +70,15 @@ def topological_order(root: Any) -> list:
 class BackwardTrace(Protocol):
     """What :func:`backpropagate` reports as it runs (the BackwardStepper records it)."""
 
-    def visit(self, node: Any, grad: Any) -> None:
+    def visit(self, node: Node, grad: Any) -> None:
         """``node``'s turn has come; ``grad`` is its complete gradient (None: none reached it)."""
 
-    def share(self, node: Any, position: int, share: Any, before: Any, after: Any) -> None:
+    def share(self, node: Node, position: int, share: Any, before: Any, after: Any) -> None:
         """``node`` sent ``share`` to input ``position``: its gradient ``before`` -> ``after``."""
 
 
 def backpropagate(
-    root: Any,
+    root: Node,
     seed: Any,
     *,
     create_graph: bool = False,
@@ -122,6 +119,7 @@ def backpropagate(
         if fn is None:  # a leaf: nothing further back
             continue
         parents = node._prev
+        inputs: Sequence[Any]
         if create_graph:
             out, inputs = node, parents
         else:
