@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import Any, Protocol
 
 import numpy as np
@@ -123,9 +124,9 @@ def backpropagate(
         if create_graph:
             out, inputs = node, parents
         else:
-            out, inputs = node.data, [p.data for p in parents]
+            out, inputs = node.data, list(map(_DATA, parents))
         params = node._ctx or _NO_PARAMS  # the primitive's keyword parameters (axis=...)
-        shares = fn.pullback(g, out, inputs, params, [p.requires_grad for p in parents])
+        shares = fn.pullback(g, out, inputs, params, list(map(_REQUIRES_GRAD, parents)))
         for position, share in enumerate(shares):
             if share is None:
                 continue
@@ -138,3 +139,6 @@ def backpropagate(
 
 
 _NO_PARAMS: dict = {}
+# (map with attrgetter, not a list comprehension: no function frame per node on Python < 3.12)
+_DATA = attrgetter("data")
+_REQUIRES_GRAD = attrgetter("requires_grad")

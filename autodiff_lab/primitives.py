@@ -119,14 +119,15 @@ class Primitive:
         False (an input that needs no gradient: its share is never computed).
         """
         if self.vjp_all is not None:
-            shares = self.vjp_all(g, out, *inputs, **params)
-            return [share if want else None for share, want in zip(shares, wanted)]
-        if params:
-            return [
-                rule(g, out, *inputs, **params) if want else None
-                for rule, want in zip(self.vjp, wanted)
-            ]
-        return [rule(g, out, *inputs) if want else None for rule, want in zip(self.vjp, wanted)]
+            shares = list(self.vjp_all(g, out, *inputs, **params))
+            for i, want in enumerate(wanted):
+                if not want:
+                    shares[i] = None
+            return shares
+        shares = []
+        for rule, want in zip(self.vjp, wanted):
+            shares.append(rule(g, out, *inputs, **params) if want else None)
+        return shares
 
     def pushforward(self, tangents: Sequence, out, inputs: Sequence, params: dict):
         """The output's tangent: ``Σ_i d out / d input_i · tangent_i``.
