@@ -120,9 +120,10 @@ class Primitive:
         """
         if self.vjp_all is not None:
             shares = list(self.vjp_all(g, out, *inputs, **params))
-            for i, want in enumerate(wanted):
-                if not want:
-                    shares[i] = None
+            if not all(wanted):
+                for i, want in enumerate(wanted):
+                    if not want:
+                        shares[i] = None
             return shares
         shares = []
         for rule, want in zip(self.vjp, wanted):
