@@ -40,6 +40,7 @@ lab: $(VENV)/.lab-installed
 test: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m autodiff_lab.cli build-exercises --check
 	$(BIN)/python tools/run_pytest.py $(PYTEST_FLAGS)
 
@@ -78,10 +79,11 @@ exercises: $(VENV)/.lab-installed
 slides: $(VENV)/.lab-installed
 	$(BIN)/autodiff-lab slides all --offline
 
-lint:
-	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+## make lint / make format: ruff (and mypy) checks / fixes (set up .venv first on a fresh clone)
+lint: $(VENV)/.test-installed
+	$(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
 
-format:
+format: $(VENV)/.test-installed
 	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
 
 clean:

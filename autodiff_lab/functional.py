@@ -32,12 +32,14 @@ a Hessian-vector product without forming the Hessian.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import graph
 from .dual import Dual, new_tag
+from .kinds import innermost, is_node
 from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
@@ -54,24 +56,19 @@ class _ReverseNesting:
 
     depth = 0
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         _ReverseNesting.depth += 1
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: Any) -> None:
         _ReverseNesting.depth -= 1
 
 
 _running_reverse = _ReverseNesting()
-_NODE_TYPES = (Value, Tensor)
-
-
-def _is_node(x) -> bool:
-    return isinstance(x, _NODE_TYPES)
 
 
 def _leaf(x, *, scalar_as_value=True):
     """A fresh differentiable leaf holding ``x``; graph values are used as they are."""
-    if _is_node(x):
+    if is_node(x):
         return x
     if scalar_as_value and isinstance(x, numbers.Real):
         return Value(float(x))
@@ -105,7 +102,7 @@ def _pull_back(out, leaves, seed, create_graph: bool):
         primal_grads = _pull_back(out.primal, leaves, seed, create_graph)
         tangent_grads = _pull_back(out.tangent, leaves, seed, create_graph)
         return [Dual(p, t, out.tag) for p, t in zip(primal_grads, tangent_grads, strict=True)]
-    if not _is_node(out) or out._fn is None and out not in leaves:
+    if not is_node(out) or out._fn is None and out not in leaves:
         found = {}
     else:
         found = graph.backpropagate(
@@ -119,6 +116,27 @@ def _pull_back(out, leaves, seed, create_graph: bool):
             g = (Value(g) if isinstance(leaf, Value) else Tensor(g)) if create_graph else g
         grads.append(g)
     return grads
+
+
+def _record(
+    f: Callable, args: Sequence, nums: Iterable[int], *, scalar_as_value: bool = True
+) -> tuple[Any, list, bool]:
+    """The opening every reverse-mode transformation shares: run ``f`` on ``args`` with
+    the arguments at positions ``nums`` made differentiable leaves.
+
+    Returns ``(out, leaves, nested)``. ``nested`` is True inside another reverse-mode
+    transformation or when an argument already is a graph value: the backward pass must
+    then be recorded as a graph (``create_graph``) and graph values returned.
+    """
+    args = list(args)
+    nums = list(nums)
+    nested = _ReverseNesting.depth > 0 or any(is_node(args[i]) for i in nums)
+    leaves = [_leaf(args[i], scalar_as_value=scalar_as_value) for i in nums]
+    for i, leaf in zip(nums, leaves, strict=True):
+        args[i] = leaf
+    with _running_reverse:
+        out = f(*args)
+    return out, leaves, nested
 
 
 def _one_output(out, where: str):
@@ -150,18 +168,12 @@ def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
     substitutions = {}
     for i, a in enumerate(args):
         if isinstance(a, Dual):
-            leaf = _leaf(_inner_primal(a))
+            leaf = _leaf(innermost(a))
             substitutions[leaf] = a
             args[i] = leaf
         elif i in differentiated:
             args[i] = _leaf(a)
     return replay(transformed(*args), substitutions)
-
-
-def _inner_primal(x):
-    while isinstance(x, Dual):
-        x = x.primal
-    return x
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
@@ -171,20 +183,14 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         nums = _argnums(argnums, len(args))
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
-        args = list(args)
-        nested = _ReverseNesting.depth > 0 or any(_is_node(args[i]) for i in nums)
-        leaves = [_leaf(args[i]) for i in nums]
-        for i, leaf in zip(nums, leaves, strict=True):
-            args[i] = leaf
-        with _running_reverse:
-            out = f(*args)
-        core = _inner_primal(out)
-        if not _is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
+        out, leaves, nested = _record(f, args, nums)
+        core = innermost(out)
+        if not is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
             raise TypeError(
                 f"grad: f must return a number (or a 1-element array), got "
                 f"{type(core).__name__} {core!r:.40}"
             )
-        if _is_node(core):
+        if is_node(core):
             size = 1 if isinstance(core, Value) else core.size
         else:
             size = np.size(core)
@@ -195,7 +201,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             )
         if isinstance(out, Tensor) and out.shape != ():
             out = out.reshape(())
-        seed = _seed_for(core, nested) if _is_node(core) else None
+        seed = _seed_for(core, nested) if is_node(core) else None
         grads = _pull_back(out, leaves, seed, nested)
         if not nested:
             out = _raw(out)
@@ -222,12 +228,12 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
 
 def _raw(x):
-    if isinstance(x, _NODE_TYPES):
+    if is_node(x):
         return x.data
     return x
 
 
-def vjp(f: Callable, *primals):
+def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     """Reverse mode: ``out, vjp_fn = vjp(f, *primals)``; ``vjp_fn(ct)`` is ``ctᵀ·J``.
 
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
@@ -235,10 +241,8 @@ def vjp(f: Callable, *primals):
     """
     if _has_dual(primals):
         return _vjp_through_duals(f, primals)
-    nested = _ReverseNesting.depth > 0 or any(_is_node(p) for p in primals)
-    leaves = [_leaf(p) for p in primals]
-    with _running_reverse:
-        out = _one_output(f(*leaves), "vjp")
+    out, leaves, nested = _record(f, primals, range(len(primals)))
+    out = _one_output(out, "vjp")
 
     def vjp_fn(cotangent):
         if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
@@ -249,13 +253,13 @@ def vjp(f: Callable, *primals):
         if isinstance(out, Value):
             seed = cotangent if nested else float(cotangent)
         else:
-            seed = cotangent if nested and _is_node(cotangent) else np.asarray(cotangent)
+            seed = cotangent if nested and is_node(cotangent) else np.asarray(cotangent)
             if np.shape(_raw(seed)) != np.shape(_raw(out)):
                 raise ValueError(
                     f"vjp: cotangent has shape {np.shape(_raw(seed))}, but f's output has "
                     f"shape {np.shape(_raw(out))}"
                 )
-            if nested and not _is_node(seed):
+            if nested and not is_node(seed):
                 seed = Tensor(seed)
             elif not nested:
                 seed = seed.astype(np.result_type(_raw(out)), copy=False)  # out may be a constant
@@ -266,21 +270,21 @@ def vjp(f: Callable, *primals):
 
 def _vjp_through_duals(f: Callable, primals):
     """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
-    leaves = [_leaf(_inner_primal(p)) for p in primals]
+    leaves = [_leaf(innermost(p)) for p in primals]
     pairs = zip(leaves, primals, strict=True)
     substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
     out, graph_vjp_fn = vjp(f, *leaves)
-    cache = {}  # the forward part is replayed once, shared by every call of vjp_fn
+    cache: dict = {}  # the forward part is replayed once, shared by every call of vjp_fn
 
     def vjp_fn(cotangent):
         subs = dict(substitutions)
         if isinstance(cotangent, Dual):
-            seed = _leaf(_inner_primal(cotangent), scalar_as_value=isinstance(out, Value))
+            seed = _leaf(innermost(cotangent), scalar_as_value=isinstance(out, Value))
             subs[seed] = cotangent
         else:
             seed = (
                 cotangent
-                if _is_node(cotangent) or isinstance(out, Value)
+                if is_node(cotangent) or isinstance(out, Value)
                 else Tensor(np.asarray(cotangent, dtype=out.dtype))
             )
         return replay(graph_vjp_fn(seed), subs, cache)
@@ -295,7 +299,7 @@ def _tangent_of(out, tag):
     return out, zero
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     """Forward mode: ``(f(*primals), J·tangents)`` in one pass with dual numbers.
 
     ``primals`` and ``tangents`` are tuples with one entry per argument of ``f``
@@ -315,8 +319,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 def _stack_last(columns):
     """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
-    if any(_is_node(c) for c in columns):
-        return stack([c if _is_node(c) else Tensor(c) for c in columns], axis=-1)
+    if any(is_node(c) for c in columns):
+        return stack([c if is_node(c) else Tensor(c) for c in columns], axis=-1)
     return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
 
 
@@ -332,29 +336,17 @@ def jacfwd(f: Callable, argnums: int = 0) -> Callable:
             return _through_duals(jacfwd_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
-        if not _is_node(x):
+        if not is_node(x):
             x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
         x_shape = np.shape(_raw(x))
-        n = int(np.prod(x_shape, dtype=np.int64))
 
         def f_of_x(xd):
             return f(*args[:argnums], xd, *args[argnums + 1 :])
 
-        if not x_shape:  # a scalar input: the Jacobian is the one column
-            out, col = jvp(f_of_x, (x,), (1.0,))
-            return col if _is_node(col) else np.asarray(col, dtype=float)[()]
-        columns = []
-        for j in range(n):
-            e = np.zeros(n)
-            e[j] = 1.0
-            out, col = jvp(f_of_x, (x,), (e.reshape(x_shape),))
-            columns.append(col)
-        if not columns:
+        out, columns = _by_columns(lambda e: jvp(f_of_x, (x,), (e,)), x_shape)
+        if out is None:  # x has no entries: no column, but the output's shape is needed
             out = f_of_x(x)
-            return np.zeros(np.shape(_raw(out)) + x_shape)
-        out_shape = np.shape(_raw(out))
-        jac = _stack_last(columns)
-        return jac.reshape(out_shape + x_shape)
+        return _from_columns(out, columns, x_shape)
 
     jacfwd_f.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
     return jacfwd_f
@@ -371,17 +363,15 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
         args = list(args)
-        x = args[argnums]
-        nested = _ReverseNesting.depth > 0 or _is_node(x)
-        leaf = x if _is_node(x) else Tensor(np.asarray(x, dtype=float), requires_grad=True)
-        args[argnums] = leaf
-        with _running_reverse:
-            out = _one_output(f(*args), "jacrev")
+        if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
+            args[argnums] = np.asarray(args[argnums], dtype=float)
+        out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
+        out = _one_output(out, "jacrev")
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))
         if not isinstance(out, Tensor):
-            out = Tensor(_raw(out)) if not nested or not _is_node(out) else out
+            out = Tensor(_raw(out)) if not nested or not is_node(out) else out
         rows = []
         for i in range(out.size):
             seed = np.zeros(out.size, dtype=out.dtype)
@@ -393,7 +383,7 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         if nested:
             if not rows:
                 return Tensor(np.zeros(out.shape + leaf_shape))
-            return stack([r if _is_node(r) else Tensor(r) for r in rows]).reshape(
+            return stack([r if is_node(r) else Tensor(r) for r in rows]).reshape(
                 out.shape + leaf_shape
             )
         if not rows:
@@ -426,24 +416,44 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
 
     def hessian_f(*args):
         x = args[argnums]
-        if _has_dual(args) or _is_node(x) or _ReverseNesting.depth > 0:
+        if _has_dual(args) or is_node(x) or _ReverseNesting.depth > 0:
             return columns_by_jvp(*args)  # nested inside another transformation
         # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
         x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
         args = list(args)
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
-        columns = []
-        for e in _basis(np.shape(x)):
+
+        def column(e):  # replay the gradient's graph with x + e ε: the column H e
             tag = new_tag()
             replayed = replay(recorded, {leaf: Dual(x, e, tag)})
-            columns.append(_raw(_tangent_of(replayed, tag)[1]))
-        if not np.shape(x):
-            return np.asarray(columns[0], dtype=float)[()]
-        return _stack_last(columns).reshape(np.shape(_raw(recorded)) + np.shape(x))
+            return recorded, _raw(_tangent_of(replayed, tag)[1])
+
+        _, columns = _by_columns(column, np.shape(x))
+        return _from_columns(recorded, columns, np.shape(x))
 
     hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
     return hessian_f
+
+
+def _by_columns(push: Callable, x_shape: tuple) -> tuple[Any, list]:
+    """A Jacobian column by column: ``push(e)`` gives ``(out, J e)`` for each unit
+    direction ``e`` of the input. Returns the last ``out`` (None when x has no entries)."""
+    out, columns = None, []
+    for e in _basis(x_shape):
+        out, column = push(e)
+        columns.append(column)
+    return out, columns
+
+
+def _from_columns(out, columns: list, x_shape: tuple):
+    """The Jacobian of shape ``out.shape + x.shape`` from its columns."""
+    if not x_shape:  # a scalar input: the Jacobian is the one column
+        column = columns[0]
+        return column if is_node(column) else np.asarray(column, dtype=float)[()]
+    if not columns:
+        return np.zeros(np.shape(_raw(out)) + x_shape)
+    return _stack_last(columns).reshape(np.shape(_raw(out)) + x_shape)
 
 
 def _basis(shape: tuple):
@@ -458,7 +468,7 @@ def _basis(shape: tuple):
         yield e.reshape(shape)
 
 
-def hvp(f: Callable, x, v, mode: str = "fwd-rev"):
+def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
     """The Hessian-vector product ``H(x) · v`` of a scalar ``f``, without forming ``H``.
 
     ``mode="fwd-rev"``: ``jvp(grad(f), x, v)``, the directional derivative of the gradient
@@ -467,16 +477,16 @@ def hvp(f: Callable, x, v, mode: str = "fwd-rev"):
     Either way the cost is a small constant times one evaluation of ``f``, whatever the
     size of ``x``; forming ``H`` first would take ``x.size`` passes.
     """
-    if not _is_node(x) and not isinstance(x, Dual):
+    if not is_node(x) and not isinstance(x, Dual):
         x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
     v_raw = _raw(v)
-    if np.shape(v_raw) != np.shape(_raw(_inner_primal(x))):
+    if np.shape(v_raw) != np.shape(_raw(innermost(x))):
         raise ValueError(
             f"hvp: v has shape {np.shape(v_raw)}, but x has shape "
-            f"{np.shape(_raw(_inner_primal(x)))}; they must match"
+            f"{np.shape(_raw(innermost(x)))}; they must match"
         )
     if mode == "fwd-rev":
-        if not _is_node(v) and not isinstance(v, Dual):
+        if not is_node(v) and not isinstance(v, Dual):
             v = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
         return jvp(grad(f), (x,), (v,))[1]
     if mode == "rev-rev":

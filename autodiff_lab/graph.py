@@ -1,13 +1,8 @@
 """The graph core shared by ``Value`` and ``Tensor``: topological order and backpropagation.
 
-Every graph value (a *node*) has
-
-- ``data``: what it computed;
-- ``grad``: its accumulated gradient;
-- ``_prev``: the tuple of nodes it was computed from (in argument order);
-- ``_fn``: the :class:`~autodiff_lab.primitives.Primitive` that computed it (None for a
-  leaf), and ``_ctx``: that primitive's keyword parameters (or None);
-- ``requires_grad``: whether gradients flow into it.
+Every graph value is a :class:`~autodiff_lab.kinds.Node`: its ``data``, its ``grad``, the
+nodes it was computed from (``_prev``, in argument order), the primitive that computed it
+(``_fn``, None for a leaf) with its parameters (``_ctx``), and ``requires_grad``.
 
 The visualisations walk the graph with the same :func:`topological_order` that
 :func:`backpropagate` runs, so what the widgets show is what ``backward()`` does.
@@ -15,10 +10,14 @@ The visualisations walk the graph with the same :func:`topological_order` that
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import attrgetter
+from typing import Any, Protocol
 
 import numpy as np
+
+from .kinds import Node
 
 
 class _GradMode:
@@ -31,7 +30,7 @@ def is_grad_enabled() -> bool:
 
 
 @contextmanager
-def no_grad():
+def no_grad() -> Iterator[None]:
     """Compute without recording a graph (evaluation, optimizer updates)."""
     previous = _GradMode.enabled
     _GradMode.enabled = False
@@ -41,7 +40,7 @@ def no_grad():
         _GradMode.enabled = previous
 
 
-def topological_order(root) -> list:
+def topological_order(root: Node) -> list[Node]:
     """All nodes ``root`` depends on, each listed after every node it was computed from.
 
     Depth-first search with an explicit stack (no recursion, so a chain of a million
@@ -69,29 +68,50 @@ def topological_order(root) -> list:
     return order
 
 
-def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: Iterable = ()):
-    """Run every node's local rules in reverse topological order.
+class BackwardTrace(Protocol):
+    """What :func:`backpropagate` reports as it runs (the BackwardStepper records it)."""
+
+    def visit(self, node: Node, grad: Any) -> None:
+        """``node``'s turn has come; ``grad`` is its complete gradient (None: none reached it)."""
+
+    def share(self, node: Node, position: int, share: Any, before: Any, after: Any) -> None:
+        """``node`` sent ``share`` to input ``position``: its gradient ``before`` -> ``after``."""
+
+
+def backpropagate(
+    root: Node,
+    seed: Any,
+    *,
+    create_graph: bool = False,
+    accumulate: bool = True,
+    wanted: Iterable = (),
+    trace: BackwardTrace | None = None,
+) -> dict:
+    """Run every node's pullback in reverse topological order.
 
     ``seed`` is d root / d root (1 for a scalar). Each node's gradient is complete when
     its turn comes, because every node that uses it comes later in topological order and
-    so has already been processed. The node's rules then pass a share to each parent:
-    ``upstream gradient x local derivative``; a parent used twice receives two shares,
-    which add up.
+    so has already been processed. The node's primitive then passes a share to each
+    parent (:meth:`~autodiff_lab.primitives.Primitive.pullback`: ``upstream gradient x
+    local derivative``); a parent used twice receives two shares, which add up.
 
     With ``accumulate`` each node's ``.grad`` is increased by its gradient (so gradients
     add up across calls, as in PyTorch). Gradients of the nodes in ``wanted`` are also
     returned in a dict. With ``create_graph`` the rules run on the nodes themselves, so
-    the gradients are new graph values that can be differentiated again.
+    the gradients are new graph values that can be differentiated again. ``trace`` is
+    told every step (the steppers show them).
     """
     wanted = set(wanted)
     found = {}
     pending = {root: seed}  # gradients received so far, for nodes not yet processed
     for node in reversed(topological_order(root)):
         g = pending.pop(node, None)
-        if g is None:  # no gradient reaches this node
-            continue
         if type(g) is np.ndarray and g.dtype != node.data.dtype:  # float32 stays float32
             g = g.astype(node.data.dtype)
+        if trace is not None:
+            trace.visit(node, g)
+        if g is None:  # no gradient reaches this node
+            continue
         if accumulate:
             node.grad = g if node.grad is None else node.grad + g
         if wanted and node in wanted:
@@ -100,20 +120,25 @@ def backpropagate(root, seed, *, create_graph=False, accumulate=True, wanted: It
         if fn is None:  # a leaf: nothing further back
             continue
         parents = node._prev
+        inputs: Sequence[Any]
         if create_graph:
             out, inputs = node, parents
         else:
-            out, inputs = node.data, [p.data for p in parents]
-        params = node._ctx  # the primitive's keyword parameters (axis=..., shape=...) or None
-        if fn.vjp is not None:  # one rule per input: upstream gradient -> that input's share
-            for parent, rule in zip(parents, fn.vjp):
-                if rule is not None and parent.requires_grad:
-                    share = rule(g, out, *inputs, **params) if params else rule(g, out, *inputs)
-                    received = pending.get(parent)
-                    pending[parent] = share if received is None else received + share
-        else:  # a primitive with any number of inputs gives all the shares at once
-            for parent, share in zip(parents, fn.vjp_all(g, out, *inputs, **(params or {}))):
-                if parent.requires_grad:
-                    received = pending.get(parent)
-                    pending[parent] = share if received is None else received + share
+            out, inputs = node.data, list(map(_DATA, parents))
+        params = node._ctx or _NO_PARAMS  # the primitive's keyword parameters (axis=...)
+        shares = fn.pullback(g, out, inputs, params, list(map(_REQUIRES_GRAD, parents)))
+        for position, share in enumerate(shares):
+            if share is None:
+                continue
+            parent = parents[position]
+            received = pending.get(parent)
+            pending[parent] = total = share if received is None else received + share
+            if trace is not None:
+                trace.share(node, position, share, received, total)
     return found
+
+
+_NO_PARAMS: dict = {}
+# (map with attrgetter, not a list comprehension: no function frame per node on Python < 3.12)
+_DATA = attrgetter("data")
+_REQUIRES_GRAD = attrgetter("requires_grad")

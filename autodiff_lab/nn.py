@@ -62,7 +62,7 @@ class Module:
 
     def named_parameters(self, prefix: str = "") -> list[tuple[str, Value | Tensor]]:
         """``(dotted name, parameter)`` pairs, e.g. ``("layers.0.neurons.3.w.1", Value)``."""
-        found = []
+        found: list[tuple[str, Value | Tensor]] = []
         for name, attr in vars(self).items():
             found.extend(_named(attr, prefix + name))
         return found

@@ -5,7 +5,7 @@ operation for a :class:`~autodiff_lab.Value`, :class:`~autodiff_lab.Tensor` or
 :class:`~autodiff_lab.Dual`. So one Python function can be evaluated on plain numbers,
 pushed forward with ``jvp`` and pulled back with ``grad`` without changing a line::
 
-    def f(x):
+    def f(x: Any) -> Any:
         return tanh(x) * exp(-x)
 
 The derivative rules in :mod:`autodiff_lab.primitives` are written with these functions
@@ -14,12 +14,18 @@ too, which is what lets a gradient be differentiated again.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .kinds import Traced
+
+if TYPE_CHECKING:
+    from .primitives import Primitive
+
+# (and every elementwise function, exp, log, tanh…: see __getattr__ below)
 __all__ = [
-    "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs",
     "sum", "mean", "max", "reshape", "transpose", "matmul", "softmax", "log_softmax",
     "shape", "sum_to", "broadcast_to", "unbroadcast",
 ]  # fmt: skip
@@ -27,72 +33,49 @@ __all__ = [
 
 def _is_traced(x) -> bool:
     """True for the course's own number types (they know how to record an op)."""
-    if type(x) is np.ndarray or type(x) is float:
-        return False
-    return hasattr(x, "_fn") or hasattr(x, "tangent")
+    return isinstance(x, Traced)
 
 
-def _stable_sigmoid(x):
-    """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
-    if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
-        if x >= 0:
-            return 1.0 / (1.0 + math.exp(-x))
-        e = math.exp(x)
-        return e / (1.0 + e)
-    x = np.asarray(x)
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+def __getattr__(name: str):  # (unannotated: mypy types ops.exp & co. as Any)
+    """The elementwise functions (``exp``, ``log``, ``tanh``…): one per elementwise primitive
+    in :mod:`autodiff_lab.primitives`, made from its entry on first use."""
+    if name.startswith("__"):  # (the import machinery asks for __path__ and the like)
+        raise AttributeError(name)
+    from .primitives import ELEMENTWISE
+
+    for prim in ELEMENTWISE:
+        if prim.name == name:
+            globals()[name] = fn = _function(prim)  # made once
+            return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _relu(x):
-    if isinstance(x, float | int):
-        return x if x > 0 else 0.0 * x
-    return np.maximum(x, 0)
-
-
-def _elementwise(name: str, on_float, on_array, doc: str):
-    """Build the generic function ``name`` that dispatches on its argument's type."""
+def _function(prim: Primitive) -> Callable[[Any], Any]:
+    """``prim`` as a function of any number: a float for a float, an array for an array;
+    recorded for a graph value, pushed forward for a dual number (``bind``)."""
+    from .primitives import bind
 
     def fn(x):
-        if type(x) is float or type(x) is int:
-            return on_float(x)
-        if _is_traced(x):
-            return getattr(x, name)()
-        return on_array(x)
+        return bind(prim, x)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
+    fn.__name__ = fn.__qualname__ = prim.name
+    fn.__doc__ = f"{prim.name}(x) of a number, an array or a traced value.  {prim.rule}"
     return fn
-
-
-exp = _elementwise("exp", math.exp, np.exp, "e^x.  d/dx = e^x")
-tanh = _elementwise("tanh", math.tanh, np.tanh, "tanh(x).  d/dx = 1 - tanh(x)^2")
-sin = _elementwise("sin", math.sin, np.sin, "sin(x).  d/dx = cos(x)")
-cos = _elementwise("cos", math.cos, np.cos, "cos(x).  d/dx = -sin(x)")
-sigmoid = _elementwise(
-    "sigmoid", _stable_sigmoid, _stable_sigmoid, "1/(1+e^-x).  d/dx = s(x)(1 - s(x))"
-)
-relu = _elementwise("relu", _relu, _relu, "max(x, 0).  d/dx = 1 if x > 0 else 0")
-abs = _elementwise("abs", lambda x: x if x >= 0 else -x, np.abs, "|x|.  d/dx = sign(x)")  # noqa: A001
-
-
-def _float_log(x):
-    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
-
-
-log = _elementwise("log", _float_log, np.log, "natural log.  d/dx = 1/x")
-sqrt = _elementwise("sqrt", math.sqrt, np.sqrt, "square root.  d/dx = 1 / (2 sqrt(x))")
 
 
 # --- array functions -------------------------------------------------------------------
 
 
-def shape(x) -> tuple:
+def shape(x: Any) -> tuple:
     """The shape of an array-like; ``()`` for a Python number."""
     return x.shape if type(x) is np.ndarray else getattr(x, "shape", ())
 
 
-def sum(x, axis=None, keepdims=False):  # noqa: A001
+def sum(
+    x: Any,
+    axis: Any = None,
+    keepdims: Any = False,
+) -> Any:  # (shadows the builtin inside this module)
     """Sum over ``axis`` (all axes when None)."""
     if type(x) is np.ndarray:
         return x.sum(axis=axis, keepdims=keepdims)
@@ -101,37 +84,37 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001
     return np.sum(x, axis=axis, keepdims=keepdims)
 
 
-def mean(x, axis=None, keepdims=False):
+def mean(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Mean over ``axis`` (all axes when None)."""
     if _is_traced(x):
         return x.mean(axis=axis, keepdims=keepdims)
     return np.mean(x, axis=axis, keepdims=keepdims)
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001
+def max(x: Any, axis: Any = None, keepdims: Any = False) -> Any:
     """Largest entry over ``axis``."""
     if _is_traced(x):
         return x.max(axis=axis, keepdims=keepdims)
     return np.max(x, axis=axis, keepdims=keepdims)
 
 
-def reshape(x, new_shape):
+def reshape(x: Any, new_shape: Any) -> Any:
     if _is_traced(x):
         return x.reshape(new_shape)
     return np.reshape(x, new_shape)
 
 
-def transpose(x, axes=None):
+def transpose(x: Any, axes: Any = None) -> Any:
     if _is_traced(x):
         return x.transpose(axes)
     return np.transpose(x, axes)
 
 
-def matmul(a, b):
+def matmul(a: Any, b: Any) -> Any:
     return a @ b
 
 
-def broadcast_to(x, new_shape):
+def broadcast_to(x: Any, new_shape: Any) -> Any:
     """Repeat ``x`` along new or size-1 axes to ``new_shape`` (numpy broadcasting)."""
     if shape(x) == tuple(new_shape):
         return x
@@ -140,7 +123,7 @@ def broadcast_to(x, new_shape):
     return np.broadcast_to(x, new_shape)
 
 
-def sum_to(x, target_shape):
+def sum_to(x: Any, target_shape: Any) -> Any:
     """Sum ``x`` down to ``target_shape``: the reverse of broadcasting.
 
     Broadcasting copies a value along the axes it adds or stretches, so the gradient
@@ -160,14 +143,14 @@ def sum_to(x, target_shape):
     return x
 
 
-def unbroadcast(grad, like):
+def unbroadcast(grad: Any, like: Any) -> Any:
     """Sum ``grad`` back to the shape of ``like`` (a no-op for scalars)."""
     if type(grad) is float:
         return grad
     return sum_to(grad, shape(like))
 
 
-def softmax(x, axis=-1):
+def softmax(x: Any, axis: Any = -1) -> Any:
     """exp(x) / sum(exp(x)) along ``axis``, shifted by the max so exp cannot overflow."""
     if _is_traced(x):
         return x.softmax(axis=axis)
@@ -176,7 +159,7 @@ def softmax(x, axis=-1):
     return z
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x: Any, axis: Any = -1) -> Any:
     """x - log(sum(exp(x))) along ``axis``, computed stably (log-sum-exp)."""
     if _is_traced(x):
         return x.log_softmax(axis=axis)

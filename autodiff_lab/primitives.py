@@ -1,17 +1,21 @@
-"""Every primitive operation, each defined in one place with all of its rules.
+"""Every primitive operation, each defined in one place: one entry with all it needs.
 
-A primitive has
+An entry (:class:`Primitive`) holds
 
 - ``forward(*inputs, **params)``: the value it computes;
 - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``, giving that input's
   share of the gradient: the upstream gradient ``g`` times the local derivative
   (reverse mode, the chain rule applied backwards);
 - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)``, giving that input's
-  contribution to the output's tangent when the input moves by ``t`` (forward mode).
+  contribution to the output's tangent when the input moves by ``t`` (forward mode);
+- its rule as text, its display form in the drawings and its domain.
 
-``Value``, ``Tensor`` and ``Dual`` all compute through this table, so adding an operation
-means adding one entry here (and a method that calls it); the gradient checks in the tests
-pick it up from :data:`PRIMITIVES`.
+``Value``, ``Tensor`` and ``Dual`` all compute through this table (``backward()`` through
+:meth:`Primitive.pullback`, ``Dual`` through :meth:`Primitive.pushforward`), and so do the
+steppers. Adding an elementwise function means adding one :func:`elementwise` entry here:
+it becomes ``ops.<name>``, a method of ``Value``, ``Tensor`` and ``Dual``, a drawable and
+steppable node, and the gradient checks in the tests pick it up from :data:`PRIMITIVES`
+(they fail until its test cases are added).
 
 The rules are written with ordinary operators and the generic functions of
 :mod:`autodiff_lab.ops`. On plain numbers they compute numbers; handed graph values (as
@@ -21,38 +25,144 @@ again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import ops
+from .kinds import DualNumber, Node, constant
 from .ops import broadcast_to, shape, sum_to, unbroadcast
 
 
-class Primitive:
-    """An operation with its forward computation and its derivative rules."""
+class Domain:
+    """Where a primitive is defined, as text for errors and as a check.
 
-    __slots__ = ("name", "symbol", "forward", "vjp", "jvp", "vjp_all", "jvp_all")
+    ``outside(x)`` marks the entries where the operation is undefined (every engine
+    raises there). ``edge(x)`` marks entries where an array result is an infinity that
+    numpy allows (``log 0 = -inf``): the scalar engines raise there too, since a scalar
+    at the edge is almost always a bug in the student's function.
+    """
+
+    __slots__ = ("text", "outside", "edge")
+
+    def __init__(self, text: str, outside: Callable | None = None, edge: Callable | None = None):
+        self.text = text
+        self.outside = outside
+        self.edge = edge
+
+    def __repr__(self) -> str:
+        return f"<domain {self.text}>"
+
+
+EVERYWHERE = Domain("every input")  # no check
+
+
+class Primitive:
+    """An operation with everything the package knows about it, in one entry.
+
+    - ``forward(*inputs, **params)``: the value it computes;
+    - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``: that input's share
+      of the gradient, the upstream gradient ``g`` times the local derivative (or
+      ``vjp_all(g, out, *inputs, **params)``, all shares at once, for any number of inputs);
+    - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)``: the output's
+      tangent when that input moves by ``t`` (or ``jvp_all(tangents, out, ...)``);
+    - ``rule``: the local derivative as text (the steppers' explanations);
+    - ``symbol``: micrograd's ``_op`` (``'*'``); ``display``: the text in the drawings'
+      operation circle (``'×'``; ``{name}`` fields are filled from the parameters) and
+      ``notation``: how a node is written as an expression (``infix`` ``a × b``,
+      ``power`` ``a**2``, ``prefix`` ``−a``, ``call`` ``tanh(a)``);
+    - ``domain``: where it is defined (:class:`Domain`).
+
+    :meth:`pullback` and :meth:`pushforward` apply the rules; ``backward()``, ``Dual`` and
+    the steppers all go through them.
+    """
+
+    __slots__ = (
+        "name", "forward", "vjp", "jvp", "vjp_all", "jvp_all",
+        "rule", "symbol", "display", "notation", "domain",
+    )  # fmt: skip
 
     def __init__(
         self,
         name: str,
         forward: Callable,
-        vjp: tuple | None = None,
-        jvp: tuple | None = None,
+        vjp: tuple[Callable, ...] | None = None,
+        jvp: tuple[Callable, ...] | None = None,
         *,
+        rule: str,
+        domain: Domain,
         symbol: str | None = None,
+        display: str | Callable[[dict], str] | None = None,
+        notation: str = "call",
         vjp_all: Callable | None = None,
         jvp_all: Callable | None = None,
     ):
         self.name = name
-        self.symbol = symbol or name
         self.forward = forward
-        self.vjp = vjp  # one rule per input (None: that input is not differentiable)
-        self.jvp = jvp
+        self.vjp: tuple[Callable, ...] = vjp or ()  # one rule per input
+        self.jvp: tuple[Callable, ...] = jvp or ()
         # Primitives with any number of inputs (concatenate) give all rules at once.
         self.vjp_all = vjp_all
         self.jvp_all = jvp_all
+        self.rule = rule
+        self.domain = domain
+        self.symbol = symbol or name
+        self.display = display or self.symbol
+        self.notation = notation
+
+    def pullback(self, g, out, inputs: Sequence, params: dict, wanted: Sequence[bool]) -> list:
+        """Each input's share of the gradient: ``g · d out / d input_i``.
+
+        ``out`` and ``inputs`` are the node's value and its inputs' values (or the nodes
+        themselves, to record the backward pass as a graph). ``None`` where ``wanted`` is
+        False (an input that needs no gradient: its share is never computed).
+        """
+        if self.vjp_all is not None:
+            shares = list(self.vjp_all(g, out, *inputs, **params))
+            if not all(wanted):
+                for i, want in enumerate(wanted):
+                    if not want:
+                        shares[i] = None
+            return shares
+        shares = []
+        for rule, want in zip(self.vjp, wanted):
+            shares.append(rule(g, out, *inputs, **params) if want else None)
+        return shares
+
+    def pushforward(self, tangents: Sequence, out, inputs: Sequence, params: dict):
+        """The output's tangent: ``Σ_i d out / d input_i · tangent_i``.
+
+        ``tangents[i]`` is None for an input that does not move; the result is None when
+        none moves.
+        """
+        if self.jvp_all is not None:
+            if all(t is None for t in tangents):
+                return None
+            return self.jvp_all(tangents, out, *inputs, **params)
+        total = None
+        for rule, t in zip(self.jvp, tangents):
+            if t is not None:
+                share = rule(t, out, *inputs, **params)
+                total = share if total is None else total + share
+        return total
+
+    def op(self, params: dict | None) -> str:
+        """micrograd's ``_op``: the symbol with its parameters filled in (``'**2'``)."""
+        return self.symbol.format(**params) if params and "{" in self.symbol else self.symbol
+
+    def text(self, params: dict | None) -> str:
+        """The drawings' text for the op with these parameters (``**2``, ``sum(axis=0)``)."""
+        params = params or {}
+        if callable(self.display):
+            return self.display(params)
+        text = self.display.format(**params) if "{" in self.display else self.display
+        shown = {
+            k: v for k, v in params.items() if k in ("axis", "shape", "axes") and v is not None
+        }
+        if shown:
+            text += "(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
+        return text
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
@@ -61,11 +171,35 @@ class Primitive:
 PRIMITIVES: dict[str, Primitive] = {}
 
 
-def primitive(name: str, forward, vjp=None, jvp=None, **kw) -> Primitive:
+def primitive(name: str, forward: Callable, vjp=None, jvp=None, **kw) -> Primitive:
     """Create a primitive and register it in :data:`PRIMITIVES`."""
     prim = Primitive(name, forward, vjp, jvp, **kw)
     PRIMITIVES[name] = prim
     return prim
+
+
+def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = "") -> None:
+    """Raise a ValueError naming the op and the first bad entry when ``x`` is outside
+    ``prim``'s domain (``scalar``: the edge counts as outside too, see :class:`Domain`)."""
+    domain = prim.domain
+    if domain.outside is None:
+        return
+    bad = domain.outside(x)
+    if scalar and domain.edge is not None:
+        bad = bad | domain.edge(x)
+    if not np.any(bad):
+        return
+    name = prim.name
+    if np.ndim(x) == 0:
+        where = f" (label {label!r})" if label else ""
+        raise ValueError(
+            f"{engine} {name}: {name} is defined for {domain.text}, got {float(x)!r}{where}"
+        )
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    raise ValueError(
+        f"{engine} {name}: {name} is defined for {domain.text}, but {int(np.sum(bad))} entries "
+        f"of the shape-{np.shape(x)} input are not (first at index {first}: {x[first]!r})"
+    )
 
 
 def bind(prim: Primitive, *inputs, **params):
@@ -77,27 +211,16 @@ def bind(prim: Primitive, *inputs, **params):
     for x in inputs:
         if type(x) in PLAIN_TYPES:
             continue
-        if hasattr(x, "tangent"):
-            return type(x)._apply(prim, *inputs, **params)
-        if node is None and hasattr(x, "_fn"):
+        if isinstance(x, DualNumber):
+            return type(x)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
+        if node is None and isinstance(x, Node):
             node = x
     if node is not None:
-        return type(node)._apply(prim, *inputs, **params)
+        return type(node)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
     return prim.forward(*inputs, **params)
 
 
 PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32}  # never graph values
-
-
-def constant(x):
-    """The plain number or array inside a graph value, with its history dropped.
-
-    Derivative rules use it for quantities whose own derivative is zero almost
-    everywhere (a relu's on/off mask, the sign of ``abs``).
-    """
-    while hasattr(x, "tangent") or hasattr(x, "_fn"):
-        x = x.primal if hasattr(x, "tangent") else x.data
-    return x
 
 
 def _bcast(t, out):
@@ -106,21 +229,27 @@ def _bcast(t, out):
 
 
 # --- arithmetic -------------------------------------------------------------------------
-# d(a+b) = da + db;  d(a*b) = b da + a db;  d(a/b) = da/b - a db/b^2;  d(a^b) = ...
 
 ADD = primitive(
     "add",
     lambda a, b: a + b,
     vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(g, b)),
     jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(t, out)),
+    rule="d(a + b)/da = 1,  d(a + b)/db = 1",
+    domain=EVERYWHERE,
     symbol="+",
+    notation="infix",
 )
 SUB = primitive(
     "sub",
     lambda a, b: a - b,
     vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(-g, b)),
     jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(-t, out)),
+    rule="d(a − b)/da = 1,  d(a − b)/db = −1",
+    domain=EVERYWHERE,
     symbol="-",
+    display="−",
+    notation="infix",
 )
 MUL = primitive(
     "mul",
@@ -130,7 +259,11 @@ MUL = primitive(
         lambda g, out, a, b: unbroadcast(g * a, b),
     ),
     jvp=(lambda t, out, a, b: _bcast(t * b, out), lambda t, out, a, b: _bcast(a * t, out)),
+    rule="d(a·b)/da = b,  d(a·b)/db = a",
+    domain=EVERYWHERE,
     symbol="*",
+    display="×",
+    notation="infix",
 )
 DIV = primitive(
     "div",
@@ -140,9 +273,22 @@ DIV = primitive(
         lambda g, out, a, b: unbroadcast(-g * out / b, b),
     ),
     jvp=(lambda t, out, a, b: _bcast(t / b, out), lambda t, out, a, b: _bcast(-t * out / b, out)),
+    rule="d(a/b)/da = 1/b,  d(a/b)/db = −a/b²",
+    domain=EVERYWHERE,  # division by zero: inf for arrays, ZeroDivisionError for Value
     symbol="/",
+    display="÷",
+    notation="infix",
 )
-NEG = primitive("neg", lambda a: -a, vjp=(lambda g, out, a: -g,), jvp=(lambda t, out, a: -t,))
+NEG = primitive(
+    "neg",
+    lambda a: -a,
+    vjp=(lambda g, out, a: -g,),
+    jvp=(lambda t, out, a: -t,),
+    rule="d(−x)/dx = −1",
+    domain=EVERYWHERE,
+    display="−x",
+    notation="prefix",
+)
 POW = primitive(  # a ** b with both differentiable:  d/da = b a^(b-1),  d/db = a^b log(a)
     "pow",
     lambda a, b: a**b,
@@ -154,7 +300,10 @@ POW = primitive(  # a ** b with both differentiable:  d/da = b a^(b-1),  d/db = 
         lambda t, out, a, b: _bcast(t * b * a ** (b - 1), out),
         lambda t, out, a, b: _bcast(t * out * ops.log(a), out),
     ),
+    rule="d(aᵇ)/da = b·aᵇ⁻¹,  d(aᵇ)/db = aᵇ·log a",
+    domain=EVERYWHERE,  # a Value exponent needs a positive base: checked by Value
     symbol="**",
+    notation="infix",
 )
 
 
@@ -170,56 +319,149 @@ POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
     lambda a, exponent: a**exponent,
     vjp=(lambda g, out, a, exponent: g * _pow_const_slope(a, exponent),),
     jvp=(lambda t, out, a, exponent: t * _pow_const_slope(a, exponent),),
-    symbol="**",
+    rule="d(xᶜ)/dx = c·xᶜ⁻¹",
+    domain=EVERYWHERE,
+    symbol="**{exponent:g}",
+    notation="power",
 )
 
 # --- elementwise functions ---------------------------------------------------------------
+# Each is also a function of every kind of number (``ops.exp``) and a method of Value,
+# Tensor and Dual (``x.exp()``): both are made from this table.
 
-EXP = primitive(  # d/dx e^x = e^x
-    "exp", ops.exp, vjp=(lambda g, out, x: g * out,), jvp=(lambda t, out, x: t * out,)
+ELEMENTWISE: list[Primitive] = []
+
+
+def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **kw) -> Primitive:
+    """Register an elementwise primitive: ``on_float`` computes it for a Python number,
+    ``on_array`` for a numpy array; ``vjp`` and ``jvp`` are its one rule each."""
+
+    def forward(x):
+        if type(x) is float or type(x) is int:
+            return on_float(x)
+        return on_array(x)
+
+    forward.__name__ = forward.__qualname__ = name
+    prim = primitive(name, forward, vjp=(vjp,), jvp=(jvp,), **kw)
+    ELEMENTWISE.append(prim)
+    return prim
+
+
+def _stable_sigmoid(x):
+    """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
+    if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
+        if x >= 0:
+            return 1.0 / (1.0 + math.exp(-x))
+        e = math.exp(x)
+        return e / (1.0 + e)
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
+def _float_log(x):
+    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+
+
+EXP = elementwise(
+    "exp",
+    math.exp,
+    np.exp,
+    vjp=lambda g, out, x: g * out,
+    jvp=lambda t, out, x: t * out,
+    rule="d eˣ/dx = eˣ",
+    domain=EVERYWHERE,
 )
-LOG = primitive(  # d/dx log x = 1/x
-    "log", ops.log, vjp=(lambda g, out, x: g / x,), jvp=(lambda t, out, x: t / x,)
+LOG = elementwise(
+    "log",
+    _float_log,
+    np.log,
+    vjp=lambda g, out, x: g / x,
+    jvp=lambda t, out, x: t / x,
+    rule="d log x/dx = 1/x",
+    domain=Domain("x > 0", outside=lambda x: x < 0, edge=lambda x: x == 0),
 )
-TANH = primitive(  # d/dx tanh x = 1 - tanh(x)^2
+LOG1P = elementwise(  # log(1 + x), accurate for tiny x (where 1 + x rounds to 1)
+    "log1p",
+    lambda x: math.log1p(x) if x > -1 else -math.inf if x == -1 else math.nan,
+    np.log1p,
+    vjp=lambda g, out, x: g / (1 + x),
+    jvp=lambda t, out, x: t / (1 + x),
+    rule="d log(1 + x)/dx = 1/(1 + x)",
+    domain=Domain("x > -1", outside=lambda x: x < -1, edge=lambda x: x == -1),
+)
+TANH = elementwise(
     "tanh",
-    ops.tanh,
-    vjp=(lambda g, out, x: g * (1 - out * out),),
-    jvp=(lambda t, out, x: t * (1 - out * out),),
+    math.tanh,
+    np.tanh,
+    vjp=lambda g, out, x: g * (1 - out * out),
+    jvp=lambda t, out, x: t * (1 - out * out),
+    rule="d tanh x/dx = 1 − tanh²x",
+    domain=EVERYWHERE,
 )
-SIGMOID = primitive(  # d/dx s(x) = s(x) (1 - s(x))
+SIGMOID = elementwise(
     "sigmoid",
-    ops.sigmoid,
-    vjp=(lambda g, out, x: g * out * (1 - out),),
-    jvp=(lambda t, out, x: t * out * (1 - out),),
+    _stable_sigmoid,
+    _stable_sigmoid,
+    vjp=lambda g, out, x: g * out * (1 - out),
+    jvp=lambda t, out, x: t * out * (1 - out),
+    rule="d σ(x)/dx = σ(x)(1 − σ(x))",
+    domain=EVERYWHERE,
 )
-RELU = primitive(  # d/dx relu x = 1 if x > 0 else 0   (0 at x = 0, as PyTorch)
+SOFTPLUS = elementwise(  # a smooth relu: log(1 + e^x) = max(x, 0) + log(1 + e^-|x|)
+    "softplus",
+    lambda x: max(x, 0.0) + math.log1p(math.exp(-abs(x))),
+    lambda x: np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x))),
+    vjp=lambda g, out, x: g * ops.sigmoid(x),
+    jvp=lambda t, out, x: t * ops.sigmoid(x),
+    rule="d softplus(x)/dx = σ(x)",
+    domain=EVERYWHERE,
+)
+RELU = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "relu",
-    ops.relu,
-    vjp=(lambda g, out, x: g * (constant(x) > 0),),
-    jvp=(lambda t, out, x: t * (constant(x) > 0),),
+    lambda x: 0.0 if x <= 0 else x,  # (nan stays nan)
+    lambda x: np.maximum(x, 0),
+    vjp=lambda g, out, x: g * (constant(x) > 0),
+    jvp=lambda t, out, x: t * (constant(x) > 0),
+    rule="d relu(x)/dx = 1 if x > 0 else 0",
+    domain=EVERYWHERE,
     symbol="ReLU",
 )
-SIN = primitive(  # d/dx sin x = cos x
-    "sin", ops.sin, vjp=(lambda g, out, x: g * ops.cos(x),), jvp=(lambda t, out, x: t * ops.cos(x),)
+SIN = elementwise(
+    "sin",
+    math.sin,
+    np.sin,
+    vjp=lambda g, out, x: g * ops.cos(x),
+    jvp=lambda t, out, x: t * ops.cos(x),
+    rule="d sin x/dx = cos x",
+    domain=EVERYWHERE,
 )
-COS = primitive(  # d/dx cos x = -sin x
+COS = elementwise(
     "cos",
-    ops.cos,
-    vjp=(lambda g, out, x: -g * ops.sin(x),),
-    jvp=(lambda t, out, x: -t * ops.sin(x),),
+    math.cos,
+    np.cos,
+    vjp=lambda g, out, x: -g * ops.sin(x),
+    jvp=lambda t, out, x: -t * ops.sin(x),
+    rule="d cos x/dx = −sin x",
+    domain=EVERYWHERE,
 )
-SQRT = primitive(  # d/dx sqrt x = 1 / (2 sqrt x)
+SQRT = elementwise(
     "sqrt",
-    ops.sqrt,
-    vjp=(lambda g, out, x: g * 0.5 / out,),
-    jvp=(lambda t, out, x: t * 0.5 / out,),
+    math.sqrt,
+    np.sqrt,
+    vjp=lambda g, out, x: g * 0.5 / out,
+    jvp=lambda t, out, x: t * 0.5 / out,
+    rule="d √x/dx = 1/(2√x)",
+    domain=Domain("x >= 0", outside=lambda x: x < 0),
 )
-ABS = primitive(  # d/dx |x| = sign(x)   (0 at x = 0, as PyTorch)
+ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "abs",
-    ops.abs,
-    vjp=(lambda g, out, x: g * np.sign(constant(x)),),
-    jvp=(lambda t, out, x: t * np.sign(constant(x)),),
+    abs,
+    np.abs,
+    vjp=lambda g, out, x: g * np.sign(constant(x)),
+    jvp=lambda t, out, x: t * np.sign(constant(x)),
+    rule="d |x|/dx = sign(x)",
+    domain=EVERYWHERE,
 )
 
 # --- reductions and reshaping (tensors) --------------------------------------------------
@@ -250,6 +492,8 @@ SUM = primitive(  # every input entry contributes once: the gradient is copied b
         lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims),
     ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
+    rule="every entry of the input contributes once: the gradient is copied back",
+    domain=EVERYWHERE,
 )
 MEAN = primitive(  # a sum divided by the count of entries summed
     "mean",
@@ -260,6 +504,8 @@ MEAN = primitive(  # a sum divided by the count of entries summed
         ),
     ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
+    rule="like sum, divided by the number of entries averaged",
+    domain=EVERYWHERE,
 )
 
 
@@ -284,12 +530,16 @@ MAX = primitive(  # only the largest entry moves the max
             t * _argmax_mask(out, x, axis, keepdims), axis, keepdims
         ),
     ),
+    rule="only the largest entry moves the max: it gets the whole gradient",
+    domain=EVERYWHERE,
 )
 RESHAPE = primitive(
     "reshape",
     lambda x, shape: np.reshape(x, shape),
     vjp=(lambda g, out, x, shape: ops.reshape(g, ops.shape(x)),),
     jvp=(lambda t, out, x, shape: ops.reshape(t, shape),),
+    rule="the gradient is reshaped back to the input's shape",
+    domain=EVERYWHERE,
 )
 TRANSPOSE = primitive(  # undone by the inverse permutation
     "transpose",
@@ -300,13 +550,32 @@ TRANSPOSE = primitive(  # undone by the inverse permutation
         ),
     ),
     jvp=(lambda t, out, x, axes=None: ops.transpose(t, axes),),
+    rule="the gradient is transposed back",
+    domain=EVERYWHERE,
 )
 BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies up
     "broadcast_to",
     lambda x, shape: np.broadcast_to(x, shape),
     vjp=(lambda g, out, x, shape: sum_to(g, ops.shape(x)),),
     jvp=(lambda t, out, x, shape: broadcast_to(t, shape),),
+    rule="copies add up: the gradient is summed back to the input's shape",
+    domain=EVERYWHERE,
 )
+
+
+def index_text(index, limit: int = 16) -> str:
+    """An index as written in Python: ``0:2``, ``1, ::2``, ``array(5,)`` (shortened)."""
+
+    def one(i) -> str:
+        if isinstance(i, slice):
+            parts = ["" if v is None else str(v) for v in (i.start, i.stop, i.step)]
+            return ":".join(parts[:2] if i.step is None else parts)
+        if isinstance(i, np.ndarray):
+            return f"array{i.shape}"
+        return "..." if i is Ellipsis else "None" if i is None else str(i)
+
+    text = ", ".join(one(i) for i in index) if isinstance(index, tuple) else one(index)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _scatter_add(g, index, shape):
@@ -315,18 +584,24 @@ def _scatter_add(g, index, shape):
     return out
 
 
+SCATTER_ADD: Primitive  # (defined below: indexing and scattering are each other's transpose)
 GETITEM = primitive(  # x[index]: the gradient goes back to the entries that were read
     "getitem",
     lambda x, index: x[index],
     vjp=(lambda g, out, x, index: bind(SCATTER_ADD, g, index=index, shape=shape(x)),),
     jvp=(lambda t, out, x, index: t[index],),
     symbol="[]",
+    rule="the gradient goes back to the entries that were read",
+    display=lambda params: f"[{index_text(params['index'])}]",
+    domain=EVERYWHERE,
 )
 SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
     "scatter_add",
     _scatter_add,
     vjp=(lambda g, out, x, index, shape: g[index],),
     jvp=(lambda t, out, x, index, shape: bind(SCATTER_ADD, t, index=index, shape=shape),),
+    rule="the gradient is read back at the same index",
+    domain=EVERYWHERE,
 )
 
 
@@ -354,6 +629,8 @@ CONCATENATE = primitive(  # each input gets back its own slice of the gradient
     lambda *xs, axis=0: np.concatenate(xs, axis=axis),
     vjp_all=_concat_vjp_all,
     jvp_all=_concat_jvp_all,
+    rule="each input gets back its own slice of the gradient",
+    domain=EVERYWHERE,
 )
 
 MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched cases below)
@@ -364,7 +641,10 @@ MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched case
         lambda g, out, a, b: _matmul_grad_b(g, a, b),
     ),
     jvp=(lambda t, out, a, b: t @ b, lambda t, out, a, b: a @ t),
+    rule="C = A B:  dA = G Bᵀ,  dB = Aᵀ G",
+    domain=EVERYWHERE,
     symbol="@",
+    notation="infix",
 )
 
 
@@ -404,12 +684,16 @@ SOFTMAX = primitive(  # J^T g = s * (g - <g, s>) along the axis
     lambda x, axis=-1: ops.softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: out * (g - ops.sum(g * out, axis, keepdims=True)),),
     jvp=(lambda t, out, x, axis=-1: out * (t - ops.sum(t * out, axis, keepdims=True)),),
+    rule="Jᵀg = s ⊙ (g − ⟨g, s⟩)",
+    domain=EVERYWHERE,
 )
 LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
     "log_softmax",
     lambda x, axis=-1: ops.log_softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: g - ops.exp(out) * ops.sum(g, axis, keepdims=True),),
     jvp=(lambda t, out, x, axis=-1: t - ops.sum(ops.exp(out) * t, axis, keepdims=True),),
+    rule="Jᵀg = g − softmax · Σg",
+    domain=EVERYWHERE,
 )
 
 
@@ -445,6 +729,8 @@ CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i]
             - ops.sum(t * _one_hot(targets, shape(z)[1], constant(z).dtype), -1, keepdims=False)
         ),
     ),
+    rule="d loss/d logits = (softmax − one-hot) / N",
+    domain=EVERYWHERE,
 )
 
 # --- many scalars at once (Value) --------------------------------------------------------
@@ -457,6 +743,8 @@ ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradien
     vjp_all=lambda g, out, *xs: [g] * len(xs),
     jvp_all=lambda ts, out, *xs: _sum_numbers([t for t in ts if t is not None]),
     symbol="Σ",
+    rule="d(x₁ + … + xₙ)/dxᵢ = 1",
+    domain=EVERYWHERE,
 )
 
 
@@ -480,6 +768,8 @@ DOT = primitive(  # w1*x1 + ... + wn*xn  (inputs: w1..wn, x1..xn):  d/dwi = xi, 
     vjp_all=_dot_vjp_all,
     jvp_all=_dot_jvp_all,
     symbol="·",
+    rule="d(Σ wᵢxᵢ)/dwᵢ = xᵢ,  d(Σ wᵢxᵢ)/dxᵢ = wᵢ",
+    domain=EVERYWHERE,
 )
 
 

@@ -212,7 +212,7 @@ def math_to_mathml(html: str) -> str:
         source = unescape(match.group(1)).strip()
         try:
             return convert(source, display=display)
-        except Exception:  # noqa: BLE001 - any parser failure: keep the source
+        except Exception:  # any parser failure: keep the source
             return match.group(0)
 
     def in_text(text):

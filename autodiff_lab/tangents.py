@@ -16,23 +16,14 @@ constant times ``f`` — without ever forming ``H``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .graph import topological_order
+from .kinds import innermost, is_node
 from .primitives import bind
 
 
-def _is_node(x) -> bool:
-    return hasattr(x, "_fn")
-
-
-def _innermost(x):
-    """The number, array or graph node at the centre of (possibly nested) dual numbers."""
-    while hasattr(x, "tangent"):
-        x = x.primal
-    return x
-
-
-def replay(outputs, substitutions: Mapping, cache: dict | None = None):
+def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> Any:
     """Re-evaluate the graph behind ``outputs`` with ``substitutions`` (node -> new value).
 
     ``outputs`` is a graph node, a plain value, or a (nested) tuple/list of them; the
@@ -48,7 +39,7 @@ def replay(outputs, substitutions: Mapping, cache: dict | None = None):
     """
     changed = {} if cache is None else cache
     changed.update(substitutions)
-    keep_graph = any(_is_node(_innermost(v)) for v in substitutions.values())
+    keep_graph = any(is_node(innermost(v)) for v in substitutions.values())
 
     def unchanged(node):
         return node if keep_graph else node.data
@@ -56,7 +47,7 @@ def replay(outputs, substitutions: Mapping, cache: dict | None = None):
     def new_value(out):
         if isinstance(out, tuple | list):
             return type(out)(new_value(o) for o in out)
-        if not _is_node(out):
+        if not is_node(out):
             return out
         for node in topological_order(out):
             if node in changed or node._fn is None:

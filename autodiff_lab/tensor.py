@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import numbers
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
 from . import graph
 from . import primitives as P
-from .dual import Dual
+from .kinds import Node, Traced, constant, is_dual
+from .methods import ArrayMethods
 
 
 def _to_array(data, dtype, where: str) -> np.ndarray:
@@ -44,13 +46,19 @@ def _to_array(data, dtype, where: str) -> np.ndarray:
     return arr
 
 
-class Tensor:
+class Tensor(Node, ArrayMethods):
     """An n-dimensional array in a recorded computation."""
 
     __slots__ = ("data", "grad", "requires_grad", "_prev", "_fn", "_ctx", "label")
     __array_ufunc__ = None  # ndarray + Tensor defers to Tensor.__radd__
 
-    def __init__(self, data, requires_grad: bool = False, dtype=None, label: str = ""):
+    def __init__(
+        self,
+        data: Any,
+        requires_grad: bool = False,
+        dtype: Any = None,
+        label: str = "",
+    ) -> None:
         self.data = _to_array(data, dtype, "Tensor")
         self.grad = None
         self.requires_grad = bool(requires_grad)
@@ -60,7 +68,7 @@ class Tensor:
         self.label = label
 
     @classmethod
-    def _apply(cls, fn, *inputs, **params):
+    def _apply(cls, fn: P.Primitive, *inputs: Any, **params: Any) -> Tensor:
         """Compute primitive ``fn`` on the inputs' data; record the node if any input
         requires grad (otherwise the result is a plain constant, with no history)."""
         for x in inputs:
@@ -70,6 +78,8 @@ class Tensor:
                     t if isinstance(t, Tensor) else _constant(t, like, fn) for t in inputs
                 )
                 break
+        if fn.domain.outside is not None:
+            P.check_domain(fn, "Tensor", inputs[0].data, scalar=False)
         out = cls.__new__(cls)
         out.data = fn.forward(*map(_DATA, inputs), **params)
         if type(out.data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
@@ -101,12 +111,12 @@ class Tensor:
         return self.data.size
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self.data.dtype
 
     @property
     def _op(self) -> str:
-        return "" if self._fn is None else self._fn.symbol
+        return "" if self._fn is None else self._fn.op(self._ctx)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -119,179 +129,11 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         return self.data
 
-    # --- elementwise arithmetic (numpy broadcasting) ------------------------------------
-
-    def _binary(self, fn, other, reverse=False):
-        if isinstance(other, Dual):  # a Dual is the outer layer: Dual.__radd__ etc. drive
-            return NotImplemented
-        a, b = (other, self) if reverse else (self, other)
-        try:
-            return Tensor._apply(fn, a, b)
-        except ValueError as e:
-            if "broadcast" not in str(e):
-                raise
-            raise ValueError(
-                f"Tensor {fn.symbol}: shapes {_shape_of(a)} and {_shape_of(b)} cannot be "
-                "broadcast together (numpy rule: align shapes from the right; each pair of "
-                "sizes must be equal or one of them 1)"
-            ) from None
-
-    def __add__(self, other):
-        return self._binary(P.ADD, other)
-
-    def __radd__(self, other):
-        return self._binary(P.ADD, other, reverse=True)
-
-    def __sub__(self, other):
-        return self._binary(P.SUB, other)
-
-    def __rsub__(self, other):
-        return self._binary(P.SUB, other, reverse=True)
-
-    def __mul__(self, other):
-        return self._binary(P.MUL, other)
-
-    def __rmul__(self, other):
-        return self._binary(P.MUL, other, reverse=True)
-
-    def __truediv__(self, other):
-        return self._binary(P.DIV, other)
-
-    def __rtruediv__(self, other):
-        return self._binary(P.DIV, other, reverse=True)
-
-    def __pow__(self, other):
-        if isinstance(other, numbers.Real):
-            return Tensor._apply(P.POW_CONST, self, exponent=other)
-        return self._binary(P.POW, other)
-
-    def __rpow__(self, other):
-        return self._binary(P.POW, other, reverse=True)
-
-    def __neg__(self):
-        return Tensor._apply(P.NEG, self)
-
-    def __matmul__(self, other):
-        if isinstance(other, Dual):  # Tensor @ Dual: Dual.__rmatmul__ does it
-            return NotImplemented
-        other = other if isinstance(other, Tensor) else Tensor(other)
-        _check_matmul(self.shape, other.shape)
-        return Tensor._apply(P.MATMUL, self, other)
-
-    def __rmatmul__(self, other):
-        return Tensor(other) @ self
-
-    # comparisons give plain boolean arrays (no gradient); == stays identity (hashable)
-    def __lt__(self, other):
-        return self.data < _data_of(other)
-
-    def __le__(self, other):
-        return self.data <= _data_of(other)
-
-    def __gt__(self, other):
-        return self.data > _data_of(other)
-
-    def __ge__(self, other):
-        return self.data >= _data_of(other)
-
-    __hash__ = object.__hash__
-
-    # --- elementwise functions -----------------------------------------------------------
-
-    def exp(self):
-        return Tensor._apply(P.EXP, self)
-
-    def log(self):
-        _check_domain(self, "log", self.data < 0, "x > 0 (log 0 = -inf)")
-        return Tensor._apply(P.LOG, self)
-
-    def sqrt(self):
-        _check_domain(self, "sqrt", self.data < 0, "x >= 0")
-        return Tensor._apply(P.SQRT, self)
-
-    def tanh(self):
-        return Tensor._apply(P.TANH, self)
-
-    def sigmoid(self):
-        return Tensor._apply(P.SIGMOID, self)
-
-    def relu(self):
-        return Tensor._apply(P.RELU, self)
-
-    def sin(self):
-        return Tensor._apply(P.SIN, self)
-
-    def cos(self):
-        return Tensor._apply(P.COS, self)
-
-    def abs(self):
-        return Tensor._apply(P.ABS, self)
-
-    __abs__ = abs
-
-    def softmax(self, axis: int = -1):
-        return Tensor._apply(P.SOFTMAX, self, axis=_check_axis(self, axis, "softmax"))
-
-    def log_softmax(self, axis: int = -1):
-        return Tensor._apply(P.LOG_SOFTMAX, self, axis=_check_axis(self, axis, "log_softmax"))
-
-    # --- reductions and shapes -----------------------------------------------------------
-
-    def sum(self, axis=None, keepdims: bool = False):
-        return Tensor._apply(P.SUM, self, axis=_check_axis(self, axis, "sum"), keepdims=keepdims)
-
-    def mean(self, axis=None, keepdims: bool = False):
-        return Tensor._apply(P.MEAN, self, axis=_check_axis(self, axis, "mean"), keepdims=keepdims)
-
-    def max(self, axis=None, keepdims: bool = False):
-        axis = _check_axis(self, axis, "max")
-        reduced = range(self.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
-        if any(self.shape[a] == 0 for a in reduced):
-            raise ValueError(f"Tensor max: shape {self.shape} has no entries along axis {axis}")
-        return Tensor._apply(P.MAX, self, axis=axis, keepdims=keepdims)
-
-    def reshape(self, *shape):
-        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        try:
-            np.empty(self.shape).reshape(shape)  # cheap shape check: no data is copied
-        except ValueError:
-            raise ValueError(
-                f"Tensor reshape: cannot reshape shape {self.shape} ({self.size} entries) "
-                f"into {shape}"
-            ) from None
-        return Tensor._apply(P.RESHAPE, self, shape=shape)
-
-    def transpose(self, *axes):
-        if len(axes) == 1 and not isinstance(axes[0], int):  # t.transpose((1, 0)) or (None)
-            axes = axes[0]
-        axes = tuple(axes) if axes else None
-        if axes is not None and sorted(a + self.ndim if a < 0 else a for a in axes) != list(
-            range(self.ndim)
-        ):
-            raise ValueError(
-                f"Tensor transpose: axes {axes} must list each axis of shape {self.shape} "
-                f"exactly once (a permutation of {tuple(range(self.ndim))})"
-            )
-        return Tensor._apply(P.TRANSPOSE, self, axes=axes)
-
-    @property
-    def T(self):  # noqa: N802
-        return self.transpose()
-
-    def broadcast_to(self, shape):
-        return Tensor._apply(P.BROADCAST_TO, self, shape=tuple(shape))
-
-    def __getitem__(self, index):
-        index = _plain_index(index)
-        try:
-            self.data[index]
-        except IndexError as e:
-            raise IndexError(f"Tensor []: index {index!r} for shape {self.shape}: {e}") from None
-        return Tensor._apply(P.GETITEM, self, index=index)
+    # --- operators, functions, reductions, reshaping: shared with Dual (methods.py) ------
 
     # --- autodiff ------------------------------------------------------------------------
 
-    def backward(self, grad=None, create_graph: bool = False):
+    def backward(self, grad: Any = None, create_graph: bool = False) -> None:
         """Accumulate d self / d t into ``t.grad`` for every tensor t this one depends on.
 
         ``grad`` is the gradient of some final scalar with respect to this tensor; it may
@@ -341,10 +183,6 @@ def _data_of(x):
     return x.data if isinstance(x, Tensor) else x
 
 
-def _shape_of(x):
-    return x.shape if isinstance(x, Tensor) else np.shape(x)
-
-
 def _constant(x, like: Tensor, fn) -> Tensor:
     """A non-Tensor operand as a constant Tensor (Python numbers take ``like``'s dtype)."""
     if isinstance(x, bool | numbers.Number):
@@ -357,58 +195,14 @@ def _constant(x, like: Tensor, fn) -> Tensor:
         ) from None
 
 
-def _check_matmul(a: tuple, b: tuple):
-    if not a or not b:
-        raise ValueError(f"Tensor @: needs at least 1-D operands, got shapes {a} and {b}")
-    k_left = a[-1]
-    k_right = b[0] if len(b) == 1 else b[-2]
-    if k_left != k_right:
-        raise ValueError(
-            f"Tensor @: shapes {a} and {b} do not line up: the last axis of the left "
-            f"({k_left}) must equal the {'only' if len(b) == 1 else 'second-to-last'} axis "
-            f"of the right ({k_right})"
-        )
-
-
-def _check_axis(t: Tensor, axis, op: str):
-    axes = (axis,) if isinstance(axis, int) else axis or ()
-    for a in axes:
-        if not -t.ndim <= a < t.ndim:
-            raise ValueError(f"Tensor {op}: axis {a} is out of range for shape {t.shape}")
-    return axis if axis is None or isinstance(axis, int) else tuple(axis)
-
-
-def _check_domain(t: Tensor, op: str, bad: np.ndarray, rule: str):
-    if bad.any():
-        first = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
-            f"Tensor {op}: {op} is defined for {rule}, but {int(bad.sum())} entries of the "
-            f"shape-{t.shape} input are not (first at index {first}: {t.data[first]!r})"
-        )
-
-
-def _plain_index(index):
-    """Tensors inside an index become arrays; lists become integer arrays."""
-    if isinstance(index, tuple):
-        return tuple(_plain_index(i) for i in index)
-    if isinstance(index, Tensor):
-        return index.data.astype(np.intp)
-    if isinstance(index, list):
-        return np.asarray(index, dtype=np.intp)
-    return index
-
-
-def concatenate(tensors, axis: int = 0) -> Tensor:
+def concatenate(tensors: Any, axis: int = 0) -> Tensor:
     """Join tensors along an existing axis; backward hands each its slice of the gradient.
 
     Forward-mode ``Dual`` arrays can be joined too (their tangents are joined alike).
     """
-    if any(isinstance(t, Dual) for t in tensors):  # forward mode: Duals are the outer layer
-        parts = [
-            t if isinstance(t, Tensor | Dual) else _to_array(t, None, "concatenate")
-            for t in tensors
-        ]
-        _check_concatenate([np.shape(P.constant(t)) for t in parts], axis)
+    if any(is_dual(t) for t in tensors):  # forward mode: Duals are the outer layer
+        parts = [t if isinstance(t, Traced) else _to_array(t, None, "concatenate") for t in tensors]
+        _check_concatenate([np.shape(constant(t)) for t in parts], axis)
         return P.bind(P.CONCATENATE, *parts, axis=axis)
     tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     _check_concatenate([t.shape for t in tensors], axis)
@@ -428,12 +222,10 @@ def _check_concatenate(shapes: list, axis: int):
             raise ValueError(f"concatenate: shapes {shapes} must match except along axis {axis}")
 
 
-def stack(tensors, axis: int = 0) -> Tensor:
+def stack(tensors: Any, axis: int = 0) -> Tensor:
     """Join same-shape tensors along a new axis (each gets a size-1 axis, then concatenate)."""
-    if any(isinstance(t, Dual) for t in tensors):  # forward mode: constants stay arrays
-        tensors = [
-            t if isinstance(t, Tensor | Dual) else _to_array(t, None, "stack") for t in tensors
-        ]
+    if any(is_dual(t) for t in tensors):  # forward mode: constants stay arrays
+        tensors = [t if isinstance(t, Traced) else _to_array(t, None, "stack") for t in tensors]
     else:
         tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
     if len({t.shape for t in tensors}) > 1:
@@ -444,13 +236,13 @@ def stack(tensors, axis: int = 0) -> Tensor:
     return concatenate(expanded, axis=axis)
 
 
-def cross_entropy(logits: Tensor, targets) -> Tensor:
+def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
     """Mean over the batch of -log softmax(logits)[target], fused and stable.
 
     ``logits`` has shape (N, C); ``targets`` holds N class indices in [0, C).
     Gradient: (softmax(logits) - onehot(targets)) / N. Forward-mode ``Dual`` logits work too.
     """
-    logits = logits if isinstance(logits, Tensor | Dual) else Tensor(logits)
+    logits = logits if isinstance(logits, Traced) else Tensor(logits)
     targets = np.asarray(_data_of(targets))
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy: logits must have shape (N, C), got {logits.shape}")

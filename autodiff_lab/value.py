@@ -14,15 +14,39 @@ collector.
 
 Every node keeps its ``.grad`` after ``backward()`` (as in micrograd; PyTorch keeps only
 the leaves'). Calling ``backward()`` again adds to every ``.grad``: zero them first.
+
+From chapter 03 (and micrograd) to this package:
+
+==================================  ===================================================
+chapter 03 / micrograd              here
+==================================  ===================================================
+``Value(data, parents, op, ...)``   :class:`Value` (this file): ``data``, ``grad``,
+                                    ``_prev``, ``_op``, ``label`` mean the same
+``_local_grads`` stored by each op  ``_fn`` (the op's primitive) and ``_ctx`` (its
+/ micrograd's ``_backward``         parameters); the primitive's ``vjp`` rule computes
+closures                            ``upstream grad × local derivative`` when backward
+                                    reaches the node (``primitives.py``: one entry per
+                                    op, applied by ``Primitive.pullback``)
+``add``, ``mul``, ``tanh`` …        ``Value.__add__``, ``__mul__`` (this file), and
+                                    ``x.tanh()`` … made from the primitive table
+                                    (``methods.py``)
+``topological_order`` /             :func:`autodiff_lab.graph.topological_order`
+micrograd's ``build_topo``          (``graph.py``; iterative, deterministic)
+the ``backward`` loop and its       :func:`autodiff_lab.graph.backpropagate`
+``grads`` dict                      (``graph.py``), its ``pending`` dict
+``zero_grad``                       :meth:`Value.zero_grad` (this file)
+==================================  ===================================================
 """
 
 from __future__ import annotations
 
-import math
 import numbers
+from typing import Any
 
 from . import graph
 from . import primitives as P
+from .kinds import Node, is_dual
+from .methods import FunctionMethods
 
 
 def _as_number(x, op: str):
@@ -42,18 +66,18 @@ def _as_number(x, op: str):
 def _as_value(x, op: str):
     """A number as a constant Value; ``NotImplemented`` for a forward-mode Dual, so
     that ``Value * Dual`` is handled by ``Dual.__rmul__`` (the dual is the outer layer)."""
-    if hasattr(x, "tangent"):
+    if is_dual(x):
         return NotImplemented
     return Value(_as_number(x, op))
 
 
-class Value:
+class Value(Node, FunctionMethods):
     """A scalar in a recorded computation. ``Value(2.0) * Value(3.0)`` records a ``*`` node."""
 
     __slots__ = ("data", "grad", "_prev", "_fn", "_ctx", "label")
     requires_grad = True  # every Value takes part in backward, as in micrograd
 
-    def __init__(self, data, _children=(), _op: str = "", label: str = ""):
+    def __init__(self, data: Any, _children: Any = (), _op: str = "", label: str = "") -> None:
         self.data = data if type(data) is float else _as_number(data, "constructor")
         self.grad = 0.0
         self._prev = tuple(_children)
@@ -62,7 +86,9 @@ class Value:
         self.label = label
 
     @classmethod
-    def _result(cls, data, parents, fn, ctx=None):
+    def _result(
+        cls, data: float, parents: tuple, fn: P.Primitive, ctx: dict | None = None
+    ) -> Value:
         """A new node for the output of ``fn`` (no history inside ``no_grad()``)."""
         out = cls.__new__(cls)
         out.data = data
@@ -75,42 +101,40 @@ class Value:
         return out
 
     @classmethod
-    def _apply(cls, fn, *inputs, **params):
+    def _apply(cls, fn: P.Primitive, *inputs: Any, **params: Any) -> Value:
         """Apply any primitive (used by generic code such as derivative rules)."""
         inputs = tuple(x if isinstance(x, Value) else Value(_as_number(x, fn.name)) for x in inputs)
+        if fn.domain.outside is not None:
+            P.check_domain(fn, "Value", inputs[0].data, scalar=True, label=inputs[0].label)
         data = fn.forward(*(x.data for x in inputs), **params)
         return cls._result(data, inputs, fn, params or None)
 
     @property
     def _op(self) -> str:
         """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
-        if self._fn is None:
-            return ""
-        if self._fn is P.POW_CONST:
-            return f"**{self._ctx['exponent']:g}"
-        return self._fn.symbol
+        return "" if self._fn is None else self._fn.op(self._ctx)
 
     # --- arithmetic: each builds its output node; the rules live in primitives.py ------
 
-    def __add__(self, other):
+    def __add__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "+")
         if other is NotImplemented:
             return other
         return Value._result(self.data + other.data, (self, other), P.ADD)
 
-    def __mul__(self, other):
+    def __mul__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "*")
         if other is NotImplemented:
             return other
         return Value._result(self.data * other.data, (self, other), P.MUL)
 
-    def __sub__(self, other):
+    def __sub__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "-")
         if other is NotImplemented:
             return other
         return Value._result(self.data - other.data, (self, other), P.SUB)
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: Any) -> Value:
         other = other if isinstance(other, Value) else _as_value(other, "/")
         if other is NotImplemented:
             return other
@@ -118,7 +142,7 @@ class Value:
             raise ZeroDivisionError(f"Value /: division by zero ({self!r} / {other!r})")
         return Value._result(self.data / other.data, (self, other), P.DIV)
 
-    def __pow__(self, other):
+    def __pow__(self, other: Any) -> Value:
         if isinstance(other, Value):  # a Value exponent is differentiated too
             if self.data <= 0:
                 raise ValueError(
@@ -126,76 +150,43 @@ class Value:
                     f"got base {self.data!r}"
                 )
             return Value._result(self.data**other.data, (self, other), P.POW)
-        if hasattr(other, "tangent"):
+        if is_dual(other):
             return NotImplemented
         exponent = _as_number(other, "**")
         if self.data == 0 and exponent < 0:
             raise ZeroDivisionError(f"Value **: 0 raised to the negative power {exponent:g}")
         return Value._result(self.data**exponent, (self,), P.POW_CONST, {"exponent": exponent})
 
-    def __neg__(self):
+    def __neg__(self) -> Value:
         return Value._result(-self.data, (self,), P.NEG)
 
-    def __radd__(self, other):  # other + self
+    def __radd__(self, other: Any) -> Value:  # other + self
         return Value(_as_number(other, "+")) + self
 
-    def __rmul__(self, other):  # other * self
+    def __rmul__(self, other: Any) -> Value:  # other * self
         return Value(_as_number(other, "*")) * self
 
-    def __rsub__(self, other):  # other - self
+    def __rsub__(self, other: Any) -> Value:  # other - self
         return Value(_as_number(other, "-")) - self
 
-    def __rtruediv__(self, other):  # other / self
+    def __rtruediv__(self, other: Any) -> Value:  # other / self
         return Value(_as_number(other, "/")) / self
 
-    def __rpow__(self, other):  # other ** self
+    def __rpow__(self, other: Any) -> Value:  # other ** self
         return Value(_as_number(other, "**")) ** self
 
-    # --- functions -------------------------------------------------------------------
+    # --- functions: exp, log, tanh, relu… come from the primitive table (methods.py) ----
 
-    def exp(self):
-        return Value._result(math.exp(self.data), (self,), P.EXP)
-
-    def log(self):
-        if self.data <= 0:
-            raise ValueError(
-                f"Value log: log is defined for x > 0, got {self.data!r}"
-                + (f" (label {self.label!r})" if self.label else "")
-            )
-        return Value._result(math.log(self.data), (self,), P.LOG)
-
-    def sqrt(self):
-        if self.data < 0:
-            raise ValueError(
-                f"Value sqrt: sqrt is defined for x >= 0, got {self.data!r}"
-                + (f" (label {self.label!r})" if self.label else "")
-            )
-        return Value._result(math.sqrt(self.data), (self,), P.SQRT)
-
-    def tanh(self):
-        return Value._result(math.tanh(self.data), (self,), P.TANH)
-
-    def sigmoid(self):
-        return Value._result(P.SIGMOID.forward(self.data), (self,), P.SIGMOID)
-
-    def relu(self):
-        return Value._result(self.data if self.data > 0 else 0.0, (self,), P.RELU)
-
-    def sin(self):
-        return Value._result(math.sin(self.data), (self,), P.SIN)
-
-    def cos(self):
-        return Value._result(math.cos(self.data), (self,), P.COS)
-
-    def abs(self):
-        return Value._result(abs(self.data), (self,), P.ABS)
-
-    __abs__ = abs
+    def _unary(self, fn: P.Primitive) -> Value:
+        """Apply an elementwise primitive (``x.exp()``, ``x.tanh()``…)."""
+        if fn.domain.outside is not None:
+            P.check_domain(fn, "Value", self.data, scalar=True, label=self.label)
+        return Value._result(fn.forward(self.data), (self,), fn)
 
     # --- many scalars at once ------------------------------------------------------------
 
     @staticmethod
-    def sum(values, start=0.0) -> Value:
+    def sum(values: Any, start: Any = 0.0) -> Value:
         """``start + v1 + ... + vn`` recorded as one ``Σ`` node (each input's gradient: 1)."""
         values = [v if isinstance(v, Value) else Value(_as_number(v, "sum")) for v in values]
         if start != 0.0:
@@ -204,7 +195,7 @@ class Value:
         return Value._result(data, tuple(values), P.ADD_N)
 
     @staticmethod
-    def dot(ws, xs) -> Value:
+    def dot(ws: Any, xs: Any) -> Value:
         """``w1*x1 + ... + wn*xn`` as one node: d/dwi = xi, d/dxi = wi (a neuron's core)."""
         ws = [w if isinstance(w, Value) else Value(_as_number(w, "dot")) for w in ws]
         xs = [x if isinstance(x, Value) else Value(_as_number(x, "dot")) for x in xs]
@@ -216,26 +207,26 @@ class Value:
     # --- comparisons: plain bools on .data, for Python control flow (`if x > 0:`) ------
     # (== is left as identity, so a Value can be a dict key.)
 
-    def __lt__(self, other):
+    def __lt__(self, other: Any) -> bool:
         return self.data < (other.data if isinstance(other, Value) else other)
 
-    def __le__(self, other):
+    def __le__(self, other: Any) -> bool:
         return self.data <= (other.data if isinstance(other, Value) else other)
 
-    def __gt__(self, other):
+    def __gt__(self, other: Any) -> bool:
         return self.data > (other.data if isinstance(other, Value) else other)
 
-    def __ge__(self, other):
+    def __ge__(self, other: Any) -> bool:
         return self.data >= (other.data if isinstance(other, Value) else other)
 
     __hash__ = object.__hash__
 
-    def __float__(self):
+    def __float__(self) -> float:
         return float(self.data)
 
     # --- autodiff --------------------------------------------------------------------
 
-    def backward(self, create_graph: bool = False):
+    def backward(self, create_graph: bool = False) -> None:
         """Fill ``.grad`` of every node this value depends on with d self / d node.
 
         Gradients add up across calls. With ``create_graph=True`` the gradients are
@@ -248,7 +239,7 @@ class Value:
         """The same number as a new leaf, cut off from the graph."""
         return Value(self.data, label=self.label)
 
-    def zero_grad(self):
+    def zero_grad(self) -> None:
         """Set the gradient of this node and every node it depends on back to 0."""
         for node in graph.topological_order(self):
             node.grad = 0.0
@@ -260,7 +251,7 @@ class Value:
 def _primitive_for_symbol(op: str, arity: int):
     """Map micrograd-style ``Value(x, (a, b), '+')`` to its primitive."""
     for prim in P.PRIMITIVES.values():
-        if op in (prim.symbol, prim.name) and (prim.vjp is None or len(prim.vjp) == arity):
+        if op in (prim.symbol, prim.name) and (not prim.vjp or len(prim.vjp) == arity):
             return prim
     if op.startswith("**"):
         raise ValueError("Value: build powers with `a ** 2`, not Value(..., _op='**2')")

@@ -4,15 +4,20 @@
   wall-clock deadlines would only make tests flaky) and ``thorough`` (300 examples), chosen
   with the environment variable ``HYPOTHESIS_PROFILE=thorough``.
 - ``torch``: PyTorch as the reference oracle, in float64 with one thread. Tests that use
-  it are skipped (not failed) where PyTorch is not installed.
+  it are skipped where PyTorch is not installed — except with ``CI=true``, where such a
+  skip is turned into a failure (as the browser tests do): CI must run every check.
 - ``rng``: a seeded numpy random generator, fresh for each test.
+- SVG helpers for the drawing and stepper tests: :func:`svg_boxes`, :func:`svg_edge_labels`
+  and the ``wasm_renderer`` fixture (the renderer the stored notebook outputs use).
 - The ``slow`` marker for the few tests that take seconds (``pytest -m "not slow"`` skips
   them while iterating).
 """
 
 from __future__ import annotations
 
+import html
 import os
+import re
 
 import numpy as np
 import pytest
@@ -27,6 +32,36 @@ settings.register_profile(
 )
 settings.register_profile("thorough", max_examples=300, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+pytest_plugins = ["pytester"]  # (tests/test_ci_requirements.py runs pytest on small files)
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+#: Modules whose absence fails (instead of skipping) a test with CI=true.
+REQUIRED_IN_CI = ("torch",)
+
+
+def _fail_if_required(report) -> None:
+    """With CI=true, a skip because a required module is missing becomes a failure."""
+    if not (IN_CI and report.skipped):
+        return
+    reason = str(report.longrepr)
+    missing = [m for m in REQUIRED_IN_CI if f"could not import '{m}'" in reason]
+    if missing:
+        report.outcome = "failed"
+        report.longrepr = f"CI=true requires {', '.join(missing)} (skipped because: {reason})"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_if_required(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield  # (a module-level importorskip skips at collection)
+    _fail_if_required(outcome.get_result())
 
 
 def pytest_configure(config):
@@ -46,3 +81,32 @@ def torch():
 def rng():
     """A numpy random generator with a fixed seed (tests are reproducible)."""
     return np.random.default_rng(20261130)
+
+
+# --- SVG of the drawings and steppers ------------------------------------------------------
+
+_VALUE_BOX = re.compile(r'<g id="(v\d+)" class="node value (\w+)">(.*?)</g>', re.S)
+_TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.S)
+_EDGE = re.compile(r'<g id="edge\d+" class="edge">.*?</g>', re.S)
+
+
+def svg_boxes(svg: str, key: str = "id") -> dict[str, tuple[str, str]]:
+    """Every value box of a drawing: its SVG id (``key="label"``: its first text, the node's
+    name) -> (its state, all its texts joined by ' | ')."""
+    found = {}
+    for m in _VALUE_BOX.finditer(svg):
+        texts = [html.unescape(t) for t in _TEXT.findall(m.group(3))]
+        found[m.group(1) if key == "id" else texts[0]] = (m.group(2), " | ".join(texts))
+    return found
+
+
+def svg_edge_labels(svg: str) -> list[str]:
+    """The label of each labelled edge, its lines joined by spaces."""
+    labels = [" ".join(html.unescape(t) for t in _TEXT.findall(e)) for e in _EDGE.findall(svg)]
+    return [label for label in labels if label]
+
+
+@pytest.fixture
+def wasm_renderer(monkeypatch):
+    """The renderer the stored notebook outputs use (independent of any `dot` binary)."""
+    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "wasm")

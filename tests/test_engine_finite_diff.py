@@ -2,8 +2,9 @@
 
 The primitive table (:data:`autodiff_lab.primitives.PRIMITIVES`) is iterated, so a newly
 registered primitive is tested automatically — and ``test_every_primitive_has_cases``
-fails until it gets an entry in ``CASES`` below (how to draw its inputs: the domain where
-it is differentiable).
+fails until it gets an entry in ``CASES`` (``tests/primitive_cases.py``, the one table
+of primitive cases that the PyTorch and higher-order tests share: how to draw its inputs,
+the domain where it is differentiable).
 
 For each case, with float64 inputs:
 
@@ -21,161 +22,15 @@ rules. Central differences have error O(h^2) + O(eps/h); with h = 1e-6 that is ~
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
 import numpy as np
 import pytest
+from primitive_cases import CASES
 
-from autodiff_lab.primitives import PRIMITIVES
+from autodiff_lab.primitives import PRIMITIVES, Domain
 
 STEP = 1e-6
 RTOL, ATOL = 1e-5, 1e-6
 
-
-# --- input generators (the domain each primitive is differentiable on) -----------------
-
-
-def anywhere(*shape):
-    """Standard normal entries: for functions smooth everywhere."""
-    return lambda rng: rng.standard_normal(shape)
-
-
-def positive(*shape, low=0.3, high=2.5):
-    """Entries in [low, high]: log, sqrt, the base of a power."""
-    return lambda rng: rng.uniform(low, high, shape)
-
-
-def away_from_zero(*shape):
-    """Entries with |x| in [0.2, 2]: kinks at 0 (relu, abs) and denominators."""
-    return lambda rng: rng.uniform(0.2, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-
-
-@dataclass
-class Case:
-    """One way to call a primitive: how to draw its array inputs, and its parameters."""
-
-    inputs: tuple[Callable[[np.random.Generator], np.ndarray], ...]
-    params: dict = field(default_factory=dict)
-    id: str = ""
-
-    def draw(self, rng, dtype=np.float64) -> list[np.ndarray]:
-        return [np.asarray(make(rng), dtype=dtype) for make in self.inputs]
-
-
-def binary(make_a, make_b):
-    """Cases for an elementwise binary op: same shapes, broadcasting both ways, scalars."""
-    return [
-        Case((make_a(3, 4), make_b(3, 4)), id="same shape"),
-        Case((make_a(3, 1), make_b(4)), id="(3,1) with (4,)"),
-        Case((make_a(2, 1, 3), make_b(4, 1)), id="(2,1,3) with (4,1)"),
-        Case((make_a(), make_b(2, 3)), id="0-d with (2,3)"),
-        Case((make_a(), make_b()), id="0-d with 0-d"),
-    ]
-
-
-CASES: dict[str, list[Case]] = {
-    "add": binary(anywhere, anywhere),
-    "sub": binary(anywhere, anywhere),
-    "mul": binary(anywhere, anywhere),
-    "div": binary(anywhere, away_from_zero),
-    "pow": binary(positive, anywhere),
-    "neg": [Case((anywhere(3, 4),)), Case((anywhere(),), id="0-d")],
-    "pow_const": [
-        Case((anywhere(3, 4),), {"exponent": 3}, id="x^3"),
-        Case((anywhere(3, 4),), {"exponent": 2.0}, id="x^2.0"),
-        Case((positive(3, 4),), {"exponent": 0.5}, id="x^0.5"),
-        Case((positive(5),), {"exponent": -1.5}, id="x^-1.5"),
-    ],
-    "exp": [Case((anywhere(3, 4),))],
-    "log": [Case((positive(3, 4),))],
-    "tanh": [Case((anywhere(3, 4),))],
-    "sigmoid": [Case((anywhere(3, 4),))],
-    "relu": [Case((away_from_zero(3, 4),))],
-    "sin": [Case((anywhere(3, 4),))],
-    "cos": [Case((anywhere(3, 4),))],
-    "sqrt": [Case((positive(3, 4),))],
-    "abs": [Case((away_from_zero(3, 4),))],
-    **{
-        name: [
-            Case((anywhere(2, 3, 4),), {"axis": axis, "keepdims": keepdims}, id=f"{axis}-{keep}")
-            for axis in (None, 0, -1, (0, 2))
-            for keepdims, keep in ((False, "drop"), (True, "keep"))
-        ]
-        for name in ("sum", "mean", "max")  # random normals: no ties, max is smooth there
-    },
-    "reshape": [
-        Case((anywhere(2, 3, 4),), {"shape": (6, 4)}),
-        Case((anywhere(2, 3, 4),), {"shape": (-1,)}, id="flatten"),
-        Case((anywhere(6),), {"shape": (1, 2, 3)}, id="add axes"),
-    ],
-    "transpose": [
-        Case((anywhere(3, 4),), {"axes": None}, id="matrix .T"),
-        Case((anywhere(2, 3, 4),), {"axes": (1, 2, 0)}, id="permutation"),
-        Case((anywhere(2, 3, 4),), {"axes": None}, id="reverse axes"),
-        Case((anywhere(2, 3, 4),), {"axes": (-1, 0, -2)}, id="negative axes"),
-    ],
-    "broadcast_to": [
-        Case((anywhere(3, 1),), {"shape": (2, 3, 4)}),
-        Case((anywhere(),), {"shape": (2, 2)}, id="from 0-d"),
-        Case((anywhere(4),), {"shape": (3, 4)}, id="new leading axis"),
-    ],
-    "getitem": [
-        Case((anywhere(4, 3),), {"index": 1}, id="int"),
-        Case((anywhere(4, 3),), {"index": (slice(None), slice(1, 3))}, id="slices"),
-        Case((anywhere(4, 3),), {"index": np.array([0, 2, 0, 0])}, id="repeated rows"),
-        Case(
-            (anywhere(4, 3),),
-            {"index": (np.array([0, 1, 1, 0]), np.array([2, 0, 0, 2]))},
-            id="repeated entries",
-        ),
-        Case((anywhere(4, 3),), {"index": (Ellipsis, -1)}, id="ellipsis"),
-    ],
-    "scatter_add": [
-        Case((anywhere(4, 3),), {"index": np.array([0, 2, 0, 1]), "shape": (3, 3)}, id="rows"),
-        Case((anywhere(3),), {"index": (1, np.array([0, 2, 2])), "shape": (2, 3)}, id="mixed"),
-    ],
-    "concatenate": [
-        Case((anywhere(2, 3), anywhere(4, 3)), {"axis": 0}, id="axis 0"),
-        Case((anywhere(2, 1), anywhere(2, 3), anywhere(2, 2)), {"axis": 1}, id="three, axis 1"),
-        Case((anywhere(2, 3), anywhere(2, 3)), {"axis": -1}, id="axis -1"),
-    ],
-    "matmul": [
-        Case((anywhere(3, 4), anywhere(4, 2)), id="2-D @ 2-D"),
-        Case((anywhere(4), anywhere(4, 2)), id="1-D @ 2-D"),
-        Case((anywhere(3, 4), anywhere(4)), id="2-D @ 1-D"),
-        Case((anywhere(4), anywhere(4)), id="1-D @ 1-D"),
-        Case((anywhere(2, 3, 4), anywhere(2, 4, 2)), id="batched"),
-        Case((anywhere(2, 3, 4), anywhere(4, 2)), id="batched @ 2-D"),
-        Case((anywhere(1, 3, 4), anywhere(2, 4, 2)), id="broadcast batch"),
-        Case((anywhere(4), anywhere(2, 4, 3)), id="1-D @ batched"),
-        Case((anywhere(2, 3, 4), anywhere(4)), id="batched @ 1-D"),
-    ],
-    "softmax": [
-        Case((anywhere(3, 4),), {"axis": -1}),
-        Case((anywhere(3, 4),), {"axis": 0}, id="axis 0"),
-        Case((anywhere(2, 3, 4),), {"axis": 1}, id="3-D axis 1"),
-    ],
-    "log_softmax": [
-        Case((anywhere(3, 4),), {"axis": -1}),
-        Case((anywhere(3, 4),), {"axis": 0}, id="axis 0"),
-        Case((anywhere(2, 3, 4),), {"axis": 1}, id="3-D axis 1"),
-    ],
-    "cross_entropy": [
-        Case((anywhere(5, 4),), {"targets": np.array([0, 3, 3, 1, 2])}),
-        Case((anywhere(1, 3),), {"targets": np.array([2])}, id="batch of one"),
-    ],
-    # many-input scalar ops (a neuron's weighted sum as one Value node)
-    "add_n": [
-        Case(tuple(anywhere() for _ in range(5)), id="five scalars"),
-        Case((anywhere(),), id="one scalar"),
-        Case((anywhere(3), anywhere(3), anywhere(3)), id="same-shape arrays"),
-    ],
-    "dot": [
-        Case(tuple(anywhere() for _ in range(8)), id="w1..w4, x1..x4"),
-        Case((anywhere(), anywhere()), id="w1, x1"),
-    ],
-}
 
 ALL_CASES = [  # registered primitives only (a missing entry fails the coverage test)
     pytest.param(name, case, id=f"{name}[{case.id}]" if case.id else name)
@@ -188,19 +43,15 @@ ALL_CASES = [  # registered primitives only (a missing entry fails the coverage 
 
 
 def vjp_shares(prim, g, out, inputs, params) -> list:
-    """Every input's share of the gradient, as the primitive's vjp rules give it."""
-    if prim.vjp is not None:
-        return [None if rule is None else rule(g, out, *inputs, **params) for rule in prim.vjp]
-    return list(prim.vjp_all(g, out, *inputs, **params))
+    """Every input's share of the gradient, as the primitive's pullback gives it."""
+    return prim.pullback(g, out, inputs, params, [True] * len(inputs))
 
 
 def jvp_share(prim, i, t, out, inputs, params):
     """The output's tangent when only input ``i`` moves, with tangent ``t``."""
-    if prim.jvp is not None:
-        return prim.jvp[i](t, out, *inputs, **params)
     tangents = [None] * len(inputs)
     tangents[i] = t
-    return prim.jvp_all(tangents, out, *inputs, **params)
+    return prim.pushforward(tangents, out, inputs, params)
 
 
 def forward_with(prim, inputs, i, x_i, params):
@@ -240,11 +91,22 @@ def test_every_primitive_has_cases():
     assert not missing, f"add finite-difference cases for the new primitives {missing}"
 
 
+def test_every_primitive_entry_is_complete():
+    """One entry holds everything: forward, rules for both modes, rule text for the
+    steppers, display form for the drawings, and domain (a missing piece fails here)."""
+    for name, prim in PRIMITIVES.items():
+        assert callable(prim.forward), name
+        assert isinstance(prim.rule, str) and prim.rule.strip(), f"{name}: no rule text"
+        assert prim.display and (callable(prim.display) or prim.display.strip()), name
+        assert prim.notation in ("infix", "power", "prefix", "call"), f"{name}: notation"
+        assert isinstance(prim.domain, Domain), f"{name}: no domain"
+
+
 def test_every_primitive_has_rules_for_both_modes():
     for name, prim in PRIMITIVES.items():
-        assert (prim.vjp is not None) or (prim.vjp_all is not None), f"{name}: no vjp rules"
-        assert (prim.jvp is not None) or (prim.jvp_all is not None), f"{name}: no jvp rules"
-        if prim.vjp is not None and prim.jvp is not None:
+        assert prim.vjp or (prim.vjp_all is not None), f"{name}: no vjp rules"
+        assert prim.jvp or (prim.jvp_all is not None), f"{name}: no jvp rules"
+        if prim.vjp and prim.jvp:
             assert len(prim.vjp) == len(prim.jvp), f"{name}: vjp and jvp arities differ"
 
 

@@ -24,11 +24,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from primitive_cases import torch_twins
 
 import autodiff_lab as adl
 from autodiff_lab import Tensor, Value, concatenate, cross_entropy, stack
 from autodiff_lab.functional import jvp
-from autodiff_lab.primitives import PRIMITIVES, bind
+from autodiff_lab.primitives import ELEMENTWISE, PRIMITIVES, bind
 
 RTOL, ATOL = 1e-9, 1e-11
 
@@ -118,23 +119,15 @@ def unary_twin(name, ours, theirs, make=arrays):
         return Twin(ours, theirs, [data.draw(make(data.draw(shapes())))])
 
 
-def _torch_fn(name):
-    return lambda t: getattr(t, name)()
+def _shared_twin(name):
+    """The PyTorch twin from the shared table of primitive cases (imported when called)."""
+    return lambda *tensors, **params: torch_twins()[name](*tensors, **params)
 
 
-for _name, _make in [
-    ("exp", arrays),
-    ("log", positive_arrays),
-    ("tanh", arrays),
-    ("sigmoid", arrays),
-    ("relu", arrays),
-    ("sin", arrays),
-    ("cos", arrays),
-    ("sqrt", positive_arrays),
-    ("abs", arrays),
-]:
-    # ours through the generic math function (adl.exp(t)), theirs through the method
-    unary_twin(_name, getattr(adl, _name), _torch_fn(_name), _make)
+for _prim in ELEMENTWISE:  # every elementwise primitive, drawn inside its domain
+    _make = arrays if _prim.domain.outside is None else positive_arrays
+    # ours through the generic math function (ops.exp(t)), theirs from the shared table
+    unary_twin(_prim.name, getattr(adl.ops, _prim.name), _shared_twin(_prim.name), _make)
 
 
 @st.composite

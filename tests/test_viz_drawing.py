@@ -6,7 +6,6 @@ Expected numbers come from closed forms (math module), never from the drawing co
 from __future__ import annotations
 
 import base64
-import html
 import math
 import os
 import re
@@ -16,27 +15,13 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import svg_boxes
 
 from autodiff_lab import Tensor, Value
 from autodiff_lab.viz import draw_graph, render
 
-VALUE_BOX = re.compile(r'<g id="(v\d+)" class="node value (\w+)">(.*?)</g>', re.S)
 OP_CIRCLE = re.compile(r'<g id="(o\d+)" class="node op (\w+)">(.*?)</g>', re.S)
-TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.S)
-
-
-def boxes(svg: str) -> dict[str, tuple[str, str]]:
-    """SVG id -> (state, all the box's texts joined by ' | ')."""
-    return {
-        m.group(1): (m.group(2), html.unescape(" | ".join(TEXT.findall(m.group(3)))))
-        for m in VALUE_BOX.finditer(svg)
-    }
-
-
-@pytest.fixture(autouse=True)
-def wasm_renderer(monkeypatch):
-    """The renderer the stored notebook outputs use (independent of any `dot` binary)."""
-    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "wasm")
+pytestmark = pytest.mark.usefixtures("wasm_renderer")
 
 
 def small_graph():
@@ -54,7 +39,7 @@ def test_value_graph_has_a_box_per_value_and_a_circle_per_operation():
     d.backward()
     drawing = draw_graph(d)
     svg = drawing.svg
-    found = boxes(svg)
+    found = svg_boxes(svg)
     assert drawing.node_count == 5 and len(found) == 5  # a, b, c, c+a, d
     assert len(OP_CIRCLE.findall(svg)) == 3  # *, +, tanh
     texts = {text.split(" | ")[0]: text for _, text in found.values()}
@@ -89,7 +74,7 @@ def test_left_to_right_inputs_before_output():
 def test_highlight_marks_the_chosen_value():
     a, b, c, d = small_graph()
     drawing = draw_graph(d, highlight=c)
-    states = {text.split(" | ")[0]: state for state, text in boxes(drawing.svg).values()}
+    states = {text.split(" | ")[0]: state for state, text in svg_boxes(drawing.svg).values()}
     assert states["c"] == "active"
     assert all(state == "normal" for name, state in states.items() if name != "c")
 
@@ -98,7 +83,7 @@ def test_title_large_font_and_no_grad():
     drawing = draw_graph(small_graph()[3], title="tanh of a sum", large=True, show_grad=False)
     assert "tanh of a sum" in drawing.svg
     assert 'font-size="20.00"' in drawing.svg  # lecture font
-    assert "grad" not in " ".join(t for _, t in boxes(drawing.svg).values())
+    assert "grad" not in " ".join(t for _, t in svg_boxes(drawing.svg).values())
 
 
 def test_tensor_graph_shows_shape_dtype_and_summary():
@@ -107,7 +92,7 @@ def test_tensor_graph_shows_shape_dtype_and_summary():
     loss = (W @ x).sum()
     loss.label = "L"
     loss.backward()
-    texts = {t.split(" | ")[0]: t for _, t in boxes(draw_graph(loss).svg).values()}
+    texts = {t.split(" | ")[0]: t for _, t in svg_boxes(draw_graph(loss).svg).values()}
     assert "shape (2, 3) float64" in texts["W"]
     # dL/dW = 1 x^T: every row is x; mean 2/3, range [-1, 2]
     assert "grad mean 0.6667, range [-1.0000, 2.0000]" in texts["W"]
@@ -150,7 +135,7 @@ def test_5000_node_graph_is_cut_to_the_budget_fast_and_small():
     seconds = time.perf_counter() - start
     assert seconds < 2.0, f"drawing {total} nodes took {seconds:.2f} s"
     assert len(svg.encode()) < 2_000_000
-    assert drawing.node_count == 150 and len(boxes(svg)) == 150
+    assert drawing.node_count == 150 and len(svg_boxes(svg)) == 150
     hidden = total - 150
     assert f"{hidden:,} earlier values" in drawing.collapsed_note
     assert f"out of {total:,}" in drawing.collapsed_note
@@ -203,7 +188,7 @@ def test_without_dot_binary_auto_uses_wasm(monkeypatch, tmp_path):
     monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "auto")
     assert render.renderer_name() == "wasm"
     svg = draw_graph(small_graph()[3], title="no dot here").svg
-    assert "no dot here" in svg and len(boxes(svg)) == 5
+    assert "no dot here" in svg and len(svg_boxes(svg)) == 5
 
 
 def test_forcing_dot_without_the_binary_warns_and_still_draws(monkeypatch, tmp_path):

@@ -13,33 +13,18 @@ import re
 
 import numpy as np
 import pytest
+from conftest import svg_boxes, svg_edge_labels
 
-from autodiff_lab import Tensor, Value, sin, tanh
+from autodiff_lab import Tensor, Value, ops, sin, tanh
+from autodiff_lab.primitives import ELEMENTWISE
 from autodiff_lab.viz import BackwardStepper, ForwardStepper
 
-VALUE_BOX = re.compile(r'<g id="(v\d+)" class="node value (\w+)">(.*?)</g>', re.S)
-TEXT = re.compile(r"<text[^>]*>(.*?)</text>", re.S)
-EDGE_LABELS = re.compile(r'<g id="edge\d+" class="edge">.*?</g>', re.S)
+pytestmark = pytest.mark.usefixtures("wasm_renderer")
 
 
 def boxes(svg: str) -> dict[str, tuple[str, str]]:
-    """First text of each value box (its label) -> (state, all its texts)."""
-    found = {}
-    for m in VALUE_BOX.finditer(svg):
-        texts = [html.unescape(t) for t in TEXT.findall(m.group(3))]
-        found[texts[0]] = (m.group(2), " | ".join(texts))
-    return found
-
-
-def edge_texts(svg: str) -> list[str]:
-    """The label of each labelled edge, its lines joined by spaces."""
-    labels = [" ".join(html.unescape(t) for t in TEXT.findall(b)) for b in EDGE_LABELS.findall(svg)]
-    return [label for label in labels if label]
-
-
-@pytest.fixture(autouse=True)
-def wasm_renderer(monkeypatch):
-    monkeypatch.setenv("AUTODIFF_LAB_RENDERER", "wasm")
+    """Each value box by its first text (the node's name) -> (state, all its texts)."""
+    return svg_boxes(svg, key="label")
 
 
 def fan_out_graph():
@@ -96,14 +81,14 @@ def test_fan_out_shows_two_contributions_adding_up():
     stepper.slider.value = 2
     assert stepper.current is s
     assert boxes(stepper.html.value)["a"][0] == "touched"
-    assert f"{d:.4f} × 1.0000 = {d:.4f}" in edge_texts(stepper.html.value)
+    assert f"{d:.4f} × 1.0000 = {d:.4f}" in svg_edge_labels(stepper.html.value)
     # step 3 runs c = a * b: a gets its second share d * b, added to the first
     stepper.step()
     assert stepper.current is c
     state, text = boxes(stepper.html.value)["a"]
     assert state == "touched"
     assert f"grad {d:.4f} − {d * 0.75:.4f} = {d * 0.25:.4f}" in text
-    assert f"{d:.4f} × {-0.75:.4f} = {d * -0.75:.4f}" in edge_texts(stepper.html.value)
+    assert f"{d:.4f} × {-0.75:.4f} = {d * -0.75:.4f}" in svg_edge_labels(stepper.html.value)
     assert "add up" in stepper.html.value
 
 
@@ -113,7 +98,7 @@ def test_same_input_twice_in_one_operation_gets_two_shares():
     y.label = "y"
     stepper = BackwardStepper(y)
     stepper.step()  # y = x * x runs: two edges from x, each 1 × 3 = 3
-    assert edge_texts(stepper.html.value).count("1.0000 × 3.0000 = 3.0000") == 2
+    assert svg_edge_labels(stepper.html.value).count("1.0000 × 3.0000 = 3.0000") == 2
     assert "grad 3.0000 + 3.0000 = 6.0000" in boxes(stepper.html.value)["x"][1]
 
 
@@ -203,7 +188,7 @@ def test_a_200_node_graph_steps_quickly():
     assert stepper.steps == len(stepper.order) == 197
     stepper.slider.value = stepper.steps
     assert stepper.grads[x] == pytest.approx(0.99**49)  # d/dx of 49 scalings
-    assert len(VALUE_BOX.findall(stepper.html.value)) == 197  # all drawn, none collapsed
+    assert len(svg_boxes(stepper.html.value)) == 197  # all drawn, none collapsed
     assert boxes(stepper.html.value)["x"][0] == "active"
 
 
@@ -236,8 +221,8 @@ def test_forward_stepper_other_direction_and_pending_nodes():
     stepper.slider.value = 2  # x and y are known, the rest is not computed yet
     states = boxes(stepper.html.value)
     assert states["y"][0] == "active" and "tangent 1.0000" in states["y"][1]
-    pending = [m.group(3) for m in VALUE_BOX.finditer(stepper.html.value) if m[2] == "pending"]
-    assert len(pending) == 4 and all("tangent ?" in html.unescape(p) for p in pending)
+    pending = [text for state, text in svg_boxes(stepper.html.value).values() if state == "pending"]
+    assert len(pending) == 4 and all("tangent ?" in text for text in pending)
     stepper.slider.value = stepper.steps
     # d/dy = x (1 - tanh^2(xy))
     assert stepper.tangents[stepper.outputs[0]] == pytest.approx(0.5 * (1 - math.tanh(1.0) ** 2))
@@ -279,7 +264,7 @@ def test_deep_chain_needs_no_recursion_and_is_cut_to_the_budget():
     assert stepper.steps == 3001
     stepper.slider.value = stepper.steps
     assert stepper.grads[x] == pytest.approx(1.001**1500, rel=1e-12)
-    assert len(VALUE_BOX.findall(stepper.html.value)) == 50  # the budget holds
+    assert len(svg_boxes(stepper.html.value)) == 50  # the budget holds
     assert "not drawn: outside the node budget" in stepper.html.value  # x is collapsed
 
 
@@ -312,3 +297,23 @@ def test_n_ary_nodes_show_each_inputs_local_derivative():
     assert forward.tangents[forward.outputs[0]] == pytest.approx(4.0)
     shares = [c.share for c in forward.events[-1].contributions]
     assert shares == [2.0, 0.0, 0.0, 2.0]  # a moves in both of its slots
+
+
+@pytest.mark.parametrize("prim", ELEMENTWISE, ids=lambda p: p.name)
+def test_every_elementwise_primitive_is_explained_from_its_entry(prim):
+    """A primitive's entry is all the steppers need: its rule text, its display form and
+    its local derivative (from its own vjp/jvp rules, checked here against the rule's
+    value computed by central differences)."""
+    x = Value(0.7, label="x")
+    y = getattr(x, prim.name)()
+    backward = BackwardStepper(y)
+    forward = ForwardStepper(getattr(ops, prim.name), [0.7])
+    h = 1e-6
+    slope = (prim.forward(0.7 + h) - prim.forward(0.7 - h)) / (2 * h)
+    for stepper, step in [(backward, 1), (forward, 2)]:
+        text = html.unescape(stepper.explain(step))
+        assert prim.rule in text and f"{prim.text(None)}(x)" in text
+    (shown,) = backward.events[0].contributions
+    assert shown.local == pytest.approx(slope, rel=1e-6)
+    (pushed,) = forward.events[1].contributions
+    assert pushed.local == pytest.approx(slope, rel=1e-6)

@@ -35,14 +35,6 @@ def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        try:
-            module = importlib.import_module(_LAZY[name], __name__)
-        except ModuleNotFoundError as e:
-            if e.name == f"{__name__}{_LAZY[name]}":
-                raise AttributeError(
-                    f"autodiff_lab.viz.{name} is not available yet "
-                    f"({_LAZY[name][1:]}.py is missing)"
-                ) from None
-            raise
+        module = importlib.import_module(_LAZY[name], __name__)
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,6 +27,7 @@ import graphviz
 import numpy as np
 
 from ..graph import topological_order
+from ..kinds import is_node
 from . import render
 
 # Okabe–Ito colours (strong, for borders) and light tints of them (for fills).
@@ -58,7 +59,6 @@ FONT = "Arial"
 #: ``pending``: not reached yet (greyed out).
 NODE_STATES = ("normal", "active", "touched", "done", "pending")
 
-_OP_TEXT = {"*": "×", "/": "÷", "-": "−", "neg": "−x", "pow_const": "**"}
 _RECORD_SPECIALS = str.maketrans({c: "\\" + c for c in "{}|<>"})
 
 
@@ -95,47 +95,16 @@ def escape_record(text: str) -> str:
     return text.translate(_RECORD_SPECIALS)
 
 
-def is_graph_node(x) -> bool:
-    """True for a value of a recorded graph (a ``Value`` or a ``Tensor``)."""
-    return hasattr(x, "_prev") and hasattr(x, "_fn") and hasattr(x, "data")
-
-
 def is_tensor(node) -> bool:
-    """True for a ``Tensor`` (its data may be an ndarray or, after a full reduction, a
-    numpy scalar)."""
+    """True for a ``Tensor`` (its data is always an ndarray: 0-d after a full reduction)."""
     from ..tensor import Tensor
 
     return isinstance(node, Tensor)
 
 
 def op_text(node) -> str:
-    """The text in an operation's circle: its symbol, plus its parameters (axis, shape…)."""
-    fn = node._fn
-    ctx = node._ctx or {}
-    if fn.name == "pow_const":
-        return f"**{ctx['exponent']:g}"
-    text = _OP_TEXT.get(fn.symbol, _OP_TEXT.get(fn.name, fn.symbol))
-    shown = {k: v for k, v in ctx.items() if k in ("axis", "shape", "axes") and v is not None}
-    if shown:
-        text += "(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
-    if fn.name == "getitem":
-        text = f"[{_short(ctx.get('index'))}]"
-    return text
-
-
-def _short(index, limit: int = 16) -> str:
-    """An index as written in Python: ``0:2``, ``1, ::2``, ``array(5,)`` (shortened)."""
-
-    def one(i) -> str:
-        if isinstance(i, slice):
-            parts = ["" if v is None else str(v) for v in (i.start, i.stop, i.step)]
-            return ":".join(parts[:2] if i.step is None else parts)
-        if isinstance(i, np.ndarray):
-            return f"array{i.shape}"
-        return "..." if i is Ellipsis else "None" if i is None else str(i)
-
-    text = ", ".join(one(i) for i in index) if isinstance(index, tuple) else one(index)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """The text in an operation's circle: its primitive's display form, with parameters."""
+    return node._fn.text(node._ctx)
 
 
 def combined_order(roots: Iterable) -> list:
@@ -162,7 +131,7 @@ class GraphView:
     def __init__(self, roots, *, max_nodes: int | None = 150, large: bool = False):
         roots = list(roots) if isinstance(roots, list | tuple) else [roots]
         for root in roots:
-            if not is_graph_node(root):
+            if not is_node(root):
                 raise TypeError(
                     "draw_graph: expected a Value or Tensor (a value of a recorded graph), "
                     f"got {type(root).__name__} {root!r:.60}"
@@ -347,7 +316,7 @@ class GraphView:
             }
         if is_root:
             fill = FILL_OUTPUT
-        elif node._fn is None and getattr(node, "requires_grad", True):
+        elif node._fn is None and node.requires_grad:
             fill = FILL_INPUT  # an input or parameter: a leaf that gets a gradient
         else:
             fill = FILL_VALUE  # an intermediate value, or a constant
@@ -545,7 +514,7 @@ def draw_graph(
     view = GraphView(root, max_nodes=max_nodes, large=large)
     if highlight is None:
         highlight = ()
-    elif is_graph_node(highlight):
+    elif is_node(highlight):
         highlight = (highlight,)
     dot = view.dot(show_grad=show_grad, title=title, highlight=highlight)
     return GraphDrawing(dot, len(view.nodes), view.collapsed_note)

@@ -118,7 +118,7 @@ def _cached_wasm_backend():
         # free the wasm objects while Python is still whole (not during interpreter teardown)
         atexit.register(_cached_wasm_backend.cache_clear)
         return backend
-    except Exception:  # noqa: BLE001 - any failure: fall back to the package's own path
+    except Exception:  # any failure: fall back to the package's own path
         return None
 
 

@@ -28,57 +28,22 @@ import html as html_lib
 import inspect
 import numbers
 from dataclasses import dataclass, field
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
 
-from ..graph import topological_order
+from ..graph import backpropagate, topological_order
+from ..kinds import is_node
 from .drawing import (
     GraphView,
     combined_order,
     fmt_number,
-    is_graph_node,
     is_tensor,
     op_text,
     summarize,
 )
 from .render import render_svg, svg_img_tag
-
-#: The local rule of each primitive, as text for the explanations (the numbers shown are
-#: computed by the rules in :mod:`autodiff_lab.primitives`, not from these strings).
-RULE_TEXT = {
-    "add": "d(a + b)/da = 1,  d(a + b)/db = 1",
-    "sub": "d(a − b)/da = 1,  d(a − b)/db = −1",
-    "mul": "d(a·b)/da = b,  d(a·b)/db = a",
-    "div": "d(a/b)/da = 1/b,  d(a/b)/db = −a/b²",
-    "neg": "d(−x)/dx = −1",
-    "pow": "d(aᵇ)/da = b·aᵇ⁻¹,  d(aᵇ)/db = aᵇ·log a",
-    "pow_const": "d(xᶜ)/dx = c·xᶜ⁻¹",
-    "exp": "d eˣ/dx = eˣ",
-    "log": "d log x/dx = 1/x",
-    "tanh": "d tanh x/dx = 1 − tanh²x",
-    "sigmoid": "d σ(x)/dx = σ(x)(1 − σ(x))",
-    "relu": "d relu(x)/dx = 1 if x > 0 else 0",
-    "sin": "d sin x/dx = cos x",
-    "cos": "d cos x/dx = −sin x",
-    "sqrt": "d √x/dx = 1/(2√x)",
-    "abs": "d |x|/dx = sign(x)",
-    "sum": "every entry of the input contributes once: the gradient is copied back",
-    "mean": "like sum, divided by the number of entries averaged",
-    "max": "only the largest entry moves the max: it gets the whole gradient",
-    "reshape": "the gradient is reshaped back to the input's shape",
-    "transpose": "the gradient is transposed back",
-    "broadcast_to": "copies add up: the gradient is summed back to the input's shape",
-    "getitem": "the gradient goes back to the entries that were read",
-    "scatter_add": "the gradient is read back at the same index",
-    "concatenate": "each input gets back its own slice of the gradient",
-    "matmul": "C = A B:  dA = G Bᵀ,  dB = Aᵀ G",
-    "softmax": "Jᵀg = s ⊙ (g − ⟨g, s⟩)",
-    "log_softmax": "Jᵀg = g − softmax · Σg",
-    "cross_entropy": "d loss/d logits = (softmax − one-hot) / N",
-    "add_n": "d(x₁ + … + xₙ)/dxᵢ = 1",
-    "dot": "d(Σ wᵢxᵢ)/dwᵢ = xᵢ,  d(Σ wᵢxᵢ)/dxᵢ = wᵢ",
-}
 
 
 def name_nodes(order, limit: int = 28) -> dict:
@@ -99,12 +64,13 @@ def name_nodes(order, limit: int = 28) -> dict:
             continue
         args = [names[p] for p in node._prev]
         symbol = op_text(node)
-        if node._fn.name in ("add", "sub", "mul", "div", "pow", "matmul") and len(args) == 2:
+        notation = node._fn.notation
+        if notation == "infix" and len(args) == 2:
             text = f"({args[0]} {symbol} {args[1]})"
-        elif node._fn.name == "pow_const":
+        elif notation == "power":
             text = f"{args[0]}{symbol}"
-        elif node._fn.name == "neg":
-            text = f"−{args[0]}"
+        elif notation == "prefix":
+            text = f"{symbol[0]}{args[0]}"
         else:  # a function call: its arguments need no extra parentheses
             args = [a[1:-1] if a.startswith("(") and a.endswith(")") else a for a in args]
             text = f"{symbol}({', '.join(args)})"
@@ -139,20 +105,20 @@ class Contribution:
     """What one input edge receives at one step."""
 
     position: int  # which input of the node (index into node._prev)
-    parent: object
-    incoming: object  # reverse: the upstream grad; forward: the input's tangent
+    parent: Any
+    incoming: Any  # reverse: the upstream grad; forward: the input's tangent
     local: float | None  # the local derivative (scalars), None for tensors
-    share: object  # incoming × local (reverse: what the input receives)
-    before: object = None  # reverse: the input's gradient before this share
-    after: object = None  # reverse: … and after it
+    share: Any  # incoming × local (reverse: what the input receives)
+    before: Any = None  # reverse: the input's gradient before this share
+    after: Any = None  # reverse: … and after it
 
 
 @dataclass
 class Event:
     """One step: the node processed and what flowed along its edges."""
 
-    node: object
-    amount: object  # reverse: the node's complete gradient; forward: its tangent
+    node: Any
+    amount: Any  # reverse: the node's complete gradient; forward: its tangent
     contributions: list[Contribution] = field(default_factory=list)
 
 
@@ -323,6 +289,20 @@ class _Stepper(widgets.VBox):
         )
         return f'<table style="{_TABLE_STYLE}"><tr>{head}</tr>{body}</table>'
 
+    def explain(self, k: int) -> str:
+        """The explanation (HTML) of step ``k``: the start, or what the step's node did."""
+        if k == 0:
+            return self._explain_start()
+        return self._explain_step(k, self.events[k - 1], self._head(k))
+
+    def _head(self, k: int) -> str:
+        """The title of step ``k`` (k >= 1): its number and the node processed."""
+        node = self.events[k - 1].node
+        head = f"<b>Step {k} of {self.steps}: {self._code(node)}</b>"
+        if node not in self.view.index:
+            head += " <i>(not drawn: outside the node budget)</i>"
+        return head
+
     def _code(self, node) -> str:
         return f"<code>{html_lib.escape(self.name(node))}</code>"
 
@@ -336,6 +316,44 @@ class _Stepper(widgets.VBox):
                     return f"→ {_fmt(c.share)}"
                 return f"{self._product(c)}\\n= {_fmt(c.share)}"
         return ""
+
+
+class _BackwardRecorder:
+    """Records what :func:`~autodiff_lab.graph.backpropagate` does (it is the engine's
+    ``trace``): one :class:`Event` per node, one :class:`Contribution` per share sent."""
+
+    def __init__(self):
+        self.events: list[Event] = []
+
+    def visit(self, node, grad) -> None:
+        amount = None if grad is None else _shown(grad, node)
+        self.events.append(Event(node, amount))
+        self._locals = None
+        if grad is not None and node._fn is not None and not is_tensor(node):
+            # scalar rules are linear in g: the pullback of 1 is each local derivative
+            inputs = [p.data for p in node._prev]
+            wanted = [p.requires_grad for p in node._prev]
+            self._locals = node._fn.pullback(1.0, node.data, inputs, node._ctx or {}, wanted)
+
+    def share(self, node, position: int, share, before, after) -> None:
+        parent = node._prev[position]
+        local = None if self._locals is None else _plain(self._locals[position])
+        self.events[-1].contributions.append(
+            Contribution(
+                position,
+                parent,
+                self.events[-1].amount,
+                local,
+                _shown(share, parent),
+                None if before is None else _shown(before, parent),
+                _shown(after, parent),
+            )
+        )
+
+
+def _shown(x, node):
+    """A gradient as the explanations show it: an array for a tensor, else a float."""
+    return np.asarray(x) if is_tensor(node) else _plain(x)
 
 
 class BackwardStepper(_Stepper):
@@ -357,7 +375,7 @@ class BackwardStepper(_Stepper):
     _kind = "backward-stepper"
 
     def __init__(self, loss, *, max_nodes: int | None = 200, large: bool = False):
-        if not is_graph_node(loss):
+        if not is_node(loss):
             raise TypeError(
                 "BackwardStepper: expected the loss as a Value or Tensor (a value of a "
                 f"recorded graph), got {type(loss).__name__} {loss!r:.60}"
@@ -383,52 +401,14 @@ class BackwardStepper(_Stepper):
         super().__init__(view, self.events, large=large)
 
     def _run_backward(self) -> list[Event]:
-        """Replay backpropagation, recording what every node sends to its inputs.
+        """Run the engine's backpropagation, recording what every node sends to its inputs.
 
-        The same loop as :func:`autodiff_lab.graph.backpropagate`, on the nodes' data,
-        with each share remembered instead of only summed.
+        :func:`autodiff_lab.graph.backpropagate` itself runs (without touching ``.grad``)
+        and reports each step to a :class:`_BackwardRecorder`.
         """
-        pending = {self.loss: self.seed}
-        events = []
-        for node in self.order:
-            g = pending.pop(node, None)
-            event = Event(node, g)
-            events.append(event)
-            if g is None or node._fn is None:
-                continue
-            fn, ctx = node._fn, node._ctx or {}
-            inputs = [p.data for p in node._prev]
-            wants = [getattr(p, "requires_grad", True) for p in node._prev]
-            if fn.vjp is not None:
-                shares = [
-                    rule(g, node.data, *inputs, **ctx) if rule is not None and want else None
-                    for rule, want in zip(fn.vjp, wants, strict=True)
-                ]
-                locals_ = [
-                    _plain(rule(1.0, node.data, *inputs, **ctx))
-                    if rule is not None and want and not is_tensor(node)
-                    else None
-                    for rule, want in zip(fn.vjp, wants, strict=True)
-                ]
-            else:
-                shares = fn.vjp_all(g, node.data, *inputs, **ctx)
-                shares = [s if want else None for s, want in zip(shares, wants, strict=True)]
-                locals_ = [None] * len(shares)
-                if not is_tensor(node):  # scalar rules are linear in g: g = 1 gives d out/d in
-                    locals_ = [_plain(v) for v in fn.vjp_all(1.0, node.data, *inputs, **ctx)]
-            for position, (parent, share, local) in enumerate(
-                zip(node._prev, shares, locals_, strict=True)
-            ):
-                if share is None:
-                    continue
-                share = _plain(share) if not is_tensor(parent) else np.asarray(share)
-                before = pending.get(parent)
-                after = share if before is None else before + share
-                pending[parent] = after
-                event.contributions.append(
-                    Contribution(position, parent, g, local, share, before, after)
-                )
-        return events
+        recorder = _BackwardRecorder()
+        backpropagate(self.loss, self.seed, accumulate=False, trace=recorder)
+        return recorder.events
 
     # --- state at a step -------------------------------------------------------------
 
@@ -484,7 +464,7 @@ class BackwardStepper(_Stepper):
         else:
             lines.append(f"data {fmt_number(node.data)}")
         received = self._received.get((node, k))
-        if not getattr(node, "requires_grad", True):
+        if not node.requires_grad:
             lines.append("constant (no grad)")
         elif received:
             first = received[0].before
@@ -500,22 +480,17 @@ class BackwardStepper(_Stepper):
         """The edge's product in this mode's reading order: upstream grad × local derivative."""
         return f"{_fmt(c.incoming)} × {_fmt(c.local)}"
 
-    def explain(self, k: int) -> str:
-        """The explanation (HTML) of step ``k``."""
-        n = self.steps
-        if k == 0:
-            return (
-                f"<b>Step 0 of {n}: the seed.</b> d{self._code(self.loss)}/d"
-                f"{self._code(self.loss)} = {_fmt(self.seed)}. backward() now visits the "
-                "nodes in <i>reversed topological order</i>: every node comes after all the "
-                "nodes that use it, so its gradient is complete when its turn comes. "
-                "Press <b>step ▶</b>."
-            )
-        event = self.events[k - 1]
+    def _explain_start(self) -> str:
+        return (
+            f"<b>Step 0 of {self.steps}: the seed.</b> d{self._code(self.loss)}/d"
+            f"{self._code(self.loss)} = {_fmt(self.seed)}. backward() now visits the "
+            "nodes in <i>reversed topological order</i>: every node comes after all the "
+            "nodes that use it, so its gradient is complete when its turn comes. "
+            "Press <b>step ▶</b>."
+        )
+
+    def _explain_step(self, k: int, event: Event, head: str) -> str:
         node = event.node
-        head = f"<b>Step {k} of {n}: {self._code(node)}</b>"
-        if node not in self.view.index:
-            head += " <i>(not drawn: outside the node budget)</i>"
         if event.amount is None:
             return head + ": no gradient reaches this node (it is a constant): skipped."
         grad_line = (
@@ -524,7 +499,7 @@ class BackwardStepper(_Stepper):
         )
         if node._fn is None:
             return head + grad_line + " It is a leaf (an input or parameter): nothing to pass on."
-        rule = RULE_TEXT.get(node._fn.name, node._fn.name)
+        rule = node._fn.rule
         text = (
             head
             + grad_line
@@ -594,8 +569,8 @@ class ForwardStepper(_Stepper):
                 "(one tangent per input: the direction it moves in)"
             )
         names = _parameter_names(f, len(inputs))
-        self.inputs = []
-        self.seed = {}
+        self.inputs: list[Value | Tensor] = []
+        self.seed: dict = {}
         for name, x, t in zip(names, inputs, tangents, strict=True):
             if _is_number(x):
                 if not _is_number(t):
@@ -603,7 +578,7 @@ class ForwardStepper(_Stepper):
                         f"ForwardStepper: input {name} is a number, so its tangent must be "
                         f"a number too, got {t!r:.40}"
                     )
-                leaf = Value(float(x), label=name)
+                leaf: Value | Tensor = Value(float(x), label=name)
                 self.seed[leaf] = float(t)
             else:
                 leaf = Tensor(x, requires_grad=True, label=name)
@@ -618,7 +593,7 @@ class ForwardStepper(_Stepper):
         out = f(*self.inputs)
         self.outputs = list(out) if isinstance(out, list | tuple) else [out]
         for o in self.outputs:
-            if not is_graph_node(o):
+            if not is_node(o):
                 raise TypeError(
                     "ForwardStepper: f must compute its outputs from its inputs with the "
                     f"course's operations (Value/Tensor), got {type(o).__name__} {o!r:.40}"
@@ -630,7 +605,9 @@ class ForwardStepper(_Stepper):
         super().__init__(view, events, large=large)
 
     def _run_forward(self) -> list[Event]:
-        """Push the tangents through the graph with each primitive's jvp rules."""
+        """Push the tangents through the graph, node by node, with each primitive's
+        :meth:`~autodiff_lab.primitives.Primitive.pushforward` (what ``Dual`` runs),
+        recording every input's contribution."""
         tangent = {}
         events = []
         for node in self.order:
@@ -644,32 +621,20 @@ class ForwardStepper(_Stepper):
             fn, ctx = node._fn, node._ctx or {}
             inputs = [p.data for p in node._prev]
             incoming = [tangent[p] for p in node._prev]
+            total = fn.pushforward(incoming, node.data, inputs, ctx)
             contributions = []
-            if fn.jvp is not None:
-                for position, (parent, rule, t_in) in enumerate(
-                    zip(node._prev, fn.jvp, incoming, strict=True)
-                ):
-                    if rule is None:
-                        continue
-                    share = rule(t_in, node.data, *inputs, **ctx)
-                    local = None
-                    if not is_tensor(node):
-                        share = _plain(share)
-                        local = _plain(rule(1.0, node.data, *inputs, **ctx))
-                    contributions.append(Contribution(position, parent, t_in, local, share))
-                total = sum(c.share for c in contributions[1:]) + contributions[0].share
-            else:
-                total = fn.jvp_all(incoming, node.data, *inputs, **ctx)
-                if not is_tensor(node):  # one input moving at a time: its own contribution
-                    for position, parent in enumerate(node._prev):
-                        alone = [None] * len(node._prev)
-                        alone[position] = incoming[position]
-                        share = _plain(fn.jvp_all(alone, node.data, *inputs, **ctx))
-                        alone[position] = 1.0
-                        local = _plain(fn.jvp_all(alone, node.data, *inputs, **ctx))
-                        contributions.append(
-                            Contribution(position, parent, incoming[position], local, share)
-                        )
+            for position, parent in enumerate(node._prev):  # one input moving at a time
+                alone: list = [None] * len(node._prev)
+                alone[position] = incoming[position]
+                share = fn.pushforward(alone, node.data, inputs, ctx)
+                local: float | None = None
+                if not is_tensor(node):  # scalar rules are linear in t: t = 1 gives d out/d in
+                    share = _plain(share)
+                    alone[position] = 1.0
+                    local = _plain(fn.pushforward(alone, node.data, inputs, ctx))
+                contributions.append(
+                    Contribution(position, parent, incoming[position], local, share)
+                )
             total = np.asarray(total) if is_tensor(node) else _plain(total)
             tangent[node] = total
             events.append(Event(node, total, contributions))
@@ -710,27 +675,22 @@ class ForwardStepper(_Stepper):
     def _direction(self) -> str:
         return ", ".join(f"d{self._code(x)} = {_fmt(self.seed[x])}" for x in self.inputs)
 
-    def explain(self, k: int) -> str:
-        """The explanation (HTML) of step ``k``."""
-        n = self.steps
-        if k == 0:
-            return (
-                f"<b>Step 0 of {n}: choose a direction.</b> The inputs move by "
-                f"{self._direction()}. Forward mode visits the nodes in topological order "
-                "(each after the values it is computed from) and carries a "
-                "<i>tangent</i> — how fast the value moves — along with every value. "
-                "Press <b>step ▶</b>."
-            )
-        event = self.events[k - 1]
+    def _explain_start(self) -> str:
+        return (
+            f"<b>Step 0 of {self.steps}: choose a direction.</b> The inputs move by "
+            f"{self._direction()}. Forward mode visits the nodes in topological order "
+            "(each after the values it is computed from) and carries a "
+            "<i>tangent</i> — how fast the value moves — along with every value. "
+            "Press <b>step ▶</b>."
+        )
+
+    def _explain_step(self, k: int, event: Event, head: str) -> str:
         node = event.node
-        head = f"<b>Step {k} of {n}: {self._code(node)}</b>"
-        if node not in self.view.index:
-            head += " <i>(not drawn: outside the node budget)</i>"
         if node._fn is None:
             kind = "an input" if node in self.seed else "a constant"
             text = f"{head} is {kind}: its tangent is <b>{_fmt(event.amount)}</b>."
         else:
-            rule = RULE_TEXT.get(node._fn.name, node._fn.name)
+            rule = node._fn.rule
             text = (
                 f"{head} = {html_lib.escape(op_text(node))} of its inputs. Its jvp rule "
                 f"(<i>{html_lib.escape(rule)}</i>) adds up local derivative × input tangent:"
@@ -749,7 +709,7 @@ class ForwardStepper(_Stepper):
                     ["input", "local derivative", "× input tangent", "= contribution"], rows
                 )
             text += f"tangent of {self._code(node)} = <b>{_fmt(event.amount)}</b>."
-        if k == n:
+        if k == self.steps:
             text += self._conclusion()
         return text
 

@@ -1,0 +1,85 @@
+"""The two kinds of numbers that carry derivatives: graph nodes and dual numbers.
+
+Every module asks "is this a graph value?" or "is this a dual number?" through these
+types (as minitorch's ``Variable`` protocol), never by probing for attributes.
+
+- :class:`Node` — a value in a recorded graph (:class:`~autodiff_lab.Value`,
+  :class:`~autodiff_lab.Tensor`): reverse mode walks these.
+- :class:`DualNumber` — ``primal + tangent·ε`` (:class:`~autodiff_lab.Dual`): forward mode.
+
+Both derive from :class:`Traced`; plain floats and numpy arrays are neither.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .primitives import Primitive
+
+
+class Traced:
+    """Base of every number that records or carries a derivative."""
+
+    __slots__ = ()
+
+
+class Node(Traced):
+    """A value in a recorded graph. What the graph core (:mod:`autodiff_lab.graph`) reads:
+
+    - ``data``: what it computed; ``grad``: its accumulated gradient;
+    - ``_prev``: the nodes it was computed from, in argument order;
+    - ``_fn``: the primitive that computed it (None for a leaf) and ``_ctx``: that
+      primitive's keyword parameters (or None);
+    - ``requires_grad``: whether gradients flow into it; ``label``: a name for drawings.
+    """
+
+    __slots__ = ()
+    data: Any
+    grad: Any
+    _prev: tuple[Node, ...]
+    _fn: Primitive | None
+    _ctx: dict | None
+    requires_grad: bool
+    label: str
+
+
+class DualNumber(Traced):
+    """``primal + tangent·ε``, differentiating with respect to the jvp call ``tag``."""
+
+    __slots__ = ()
+    primal: Any
+    tangent: Any
+    tag: int
+
+
+def is_node(x: object) -> bool:
+    """True for a value of a recorded graph (a ``Value`` or a ``Tensor``)."""
+    return isinstance(x, Node)
+
+
+def is_dual(x: object) -> bool:
+    """True for a forward-mode dual number."""
+    return isinstance(x, DualNumber)
+
+
+def innermost(x: Any) -> Any:
+    """The number, array or graph node at the centre of (possibly nested) dual numbers."""
+    while isinstance(x, DualNumber):
+        x = x.primal
+    return x
+
+
+def constant(x: Any) -> Any:
+    """The plain number or array inside any traced value, its history and tangents dropped.
+
+    Derivative rules use it for quantities whose own derivative is zero almost
+    everywhere (a relu's on/off mask, the sign of ``abs``).
+    """
+    while True:
+        if isinstance(x, DualNumber):
+            x = x.primal
+        elif isinstance(x, Node):
+            x = x.data
+        else:
+            return x

@@ -1,0 +1,245 @@
+"""The methods ``Value``, ``Tensor`` and ``Dual`` share: each one applies one primitive.
+
+``x.exp()``, ``t.sum(axis=0)``, ``a @ b``… are written once here. A class supplies how
+it applies a primitive — ``_apply(fn, *inputs, **params)`` (and ``_unary(fn)`` /
+``_binary(fn, other, reverse)`` where it has a faster or clearer path) — and inherits the
+rest:
+
+- :class:`FunctionMethods`: one method per elementwise function in the primitive table
+  (``exp``, ``log``, ``tanh``, …), made from the table itself, so a new elementwise
+  primitive is a method of every number type at once;
+- :class:`ArrayMethods`: the operators, reductions and reshaping of arrays (``Tensor``
+  and ``Dual``), with the shape checks that give clear errors.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import primitives as P
+from .kinds import DualNumber, constant
+
+
+class FunctionMethods:
+    """``x.exp()``, ``x.log()``… for every elementwise primitive (added below)."""
+
+    __slots__ = ()
+
+    def _unary(self, fn: P.Primitive) -> Any:
+        return self._apply(fn, self)  # type: ignore[attr-defined]
+
+
+def _function_method(prim: P.Primitive):
+    def method(self):
+        return self._unary(prim)
+
+    method.__name__ = method.__qualname__ = prim.name
+    method.__doc__ = f"{prim.name} of every entry.  {prim.rule}"
+    return method
+
+
+for _prim in P.ELEMENTWISE:
+    setattr(FunctionMethods, _prim.name, _function_method(_prim))
+FunctionMethods.__abs__ = FunctionMethods.abs  # type: ignore[attr-defined]
+
+
+class ArrayMethods(FunctionMethods):
+    """Operators, reductions and reshaping, shared by ``Tensor`` and ``Dual``."""
+
+    __slots__ = ()
+    _apply: Any  # the class's way to apply a primitive (Tensor._apply, Dual._apply)
+
+    if TYPE_CHECKING:  # provided by Tensor and Dual
+
+        @property
+        def shape(self) -> tuple: ...
+
+        @property
+        def ndim(self) -> int: ...
+
+    def _binary(self, fn: P.Primitive, other: Any, reverse: bool = False) -> Any:
+        if isinstance(other, DualNumber) and not isinstance(self, DualNumber):
+            return NotImplemented  # a Dual is the outer layer: its method drives
+        a, b = (other, self) if reverse else (self, other)
+        try:
+            return self._apply(fn, a, b)
+        except ValueError as e:
+            if "broadcast" not in str(e):
+                raise
+            raise ValueError(
+                f"{type(self).__name__} {fn.symbol}: shapes {np.shape(constant(a))} and "
+                f"{np.shape(constant(b))} cannot be broadcast together (numpy rule: align "
+                "shapes from the right; each pair of sizes must be equal or one of them 1)"
+            ) from None
+
+    # --- arithmetic (numpy broadcasting) ---------------------------------------------
+
+    def __add__(self, other: Any) -> Any:
+        return self._binary(P.ADD, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._binary(P.ADD, other, reverse=True)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._binary(P.SUB, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._binary(P.SUB, other, reverse=True)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._binary(P.MUL, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._binary(P.MUL, other, reverse=True)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._binary(P.DIV, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self._binary(P.DIV, other, reverse=True)
+
+    def __pow__(self, other: Any) -> Any:
+        if isinstance(other, numbers.Real):
+            return self._apply(P.POW_CONST, self, exponent=other)
+        return self._binary(P.POW, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return self._binary(P.POW, other, reverse=True)
+
+    def __neg__(self) -> Any:
+        return self._apply(P.NEG, self)
+
+    def __matmul__(self, other: Any) -> Any:
+        if isinstance(other, DualNumber) and not isinstance(self, DualNumber):
+            return NotImplemented
+        _check_matmul(type(self).__name__, self.shape, _shape(other))
+        return self._apply(P.MATMUL, self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        _check_matmul(type(self).__name__, _shape(other), self.shape)
+        return self._apply(P.MATMUL, other, self)
+
+    # comparisons give plain booleans (no gradient), for control flow; == stays identity
+    def __lt__(self, other: Any) -> Any:
+        return constant(self) < constant(other)
+
+    def __le__(self, other: Any) -> Any:
+        return constant(self) <= constant(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return constant(self) > constant(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return constant(self) >= constant(other)
+
+    __hash__ = object.__hash__
+
+    # --- along an axis ---------------------------------------------------------------
+
+    def softmax(self, axis: int = -1) -> Any:
+        return self._apply(P.SOFTMAX, self, axis=self._axis(axis, "softmax"))
+
+    def log_softmax(self, axis: int = -1) -> Any:
+        return self._apply(P.LOG_SOFTMAX, self, axis=self._axis(axis, "log_softmax"))
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return self._apply(P.SUM, self, axis=self._axis(axis, "sum"), keepdims=keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        return self._apply(P.MEAN, self, axis=self._axis(axis, "mean"), keepdims=keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        axis = self._axis(axis, "max")
+        reduced = range(self.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+        if any(self.shape[a] == 0 for a in reduced):
+            raise ValueError(
+                f"{type(self).__name__} max: shape {self.shape} has no entries along axis {axis}"
+            )
+        return self._apply(P.MAX, self, axis=axis, keepdims=keepdims)
+
+    def _axis(self, axis: Any, op: str) -> Any:
+        """``axis`` checked against this array's shape (a clear error when out of range)."""
+        axes = (axis,) if isinstance(axis, int) else axis or ()
+        for a in axes:
+            if not -self.ndim <= a < self.ndim:
+                raise ValueError(
+                    f"{type(self).__name__} {op}: axis {a} is out of range for shape {self.shape}"
+                )
+        return axis if axis is None or isinstance(axis, int) else tuple(axis)
+
+    # --- shapes ----------------------------------------------------------------------
+
+    def reshape(self, *shape: Any) -> Any:
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        try:
+            np.empty(self.shape).reshape(shape)  # cheap shape check: no data is copied
+        except ValueError:
+            raise ValueError(
+                f"{type(self).__name__} reshape: cannot reshape shape {self.shape} "
+                f"({int(np.prod(self.shape))} entries) into {shape}"
+            ) from None
+        return self._apply(P.RESHAPE, self, shape=shape)
+
+    def transpose(self, *axes_given: Any) -> Any:
+        axes: Any = axes_given
+        if len(axes) == 1 and not isinstance(axes[0], int):  # t.transpose((1, 0)) or (None)
+            axes = axes[0]
+        axes = tuple(axes) if axes else None
+        if axes is not None and sorted(a + self.ndim if a < 0 else a for a in axes) != list(
+            range(self.ndim)
+        ):
+            raise ValueError(
+                f"{type(self).__name__} transpose: axes {axes} must list each axis of shape "
+                f"{self.shape} exactly once (a permutation of {tuple(range(self.ndim))})"
+            )
+        return self._apply(P.TRANSPOSE, self, axes=axes)
+
+    @property
+    def T(self) -> Any:
+        return self.transpose()
+
+    def broadcast_to(self, shape: Any) -> Any:
+        return self._apply(P.BROADCAST_TO, self, shape=tuple(shape))
+
+    def __getitem__(self, index: Any) -> Any:
+        index = _plain_index(index)
+        try:
+            constant(self)[index]
+        except IndexError as e:
+            raise IndexError(
+                f"{type(self).__name__} []: index {index!r} for shape {self.shape}: {e}"
+            ) from None
+        return self._apply(P.GETITEM, self, index=index)
+
+
+def _shape(x: Any) -> tuple:
+    return x.shape if isinstance(x, ArrayMethods) else np.shape(constant(x))
+
+
+def _check_matmul(where: str, a: tuple, b: tuple) -> None:
+    if not a or not b:
+        raise ValueError(f"{where} @: needs at least 1-D operands, got shapes {a} and {b}")
+    k_left = a[-1]
+    k_right = b[0] if len(b) == 1 else b[-2]
+    if k_left != k_right:
+        raise ValueError(
+            f"{where} @: shapes {a} and {b} do not line up: the last axis of the left "
+            f"({k_left}) must equal the {'only' if len(b) == 1 else 'second-to-last'} axis "
+            f"of the right ({k_right})"
+        )
+
+
+def _plain_index(index):
+    """Arrays inside an index stay arrays (graph values give their data); lists become
+    integer arrays."""
+    if isinstance(index, tuple):
+        return tuple(_plain_index(i) for i in index)
+    if isinstance(index, list):
+        return np.asarray(index, dtype=np.intp)
+    plain = constant(index)
+    if plain is not index:
+        return np.asarray(plain).astype(np.intp)
+    return index
