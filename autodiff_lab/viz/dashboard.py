@@ -12,9 +12,9 @@ Three live panels, redrawn every few optimizer steps:
 Controls: learning rate, hidden width, number of hidden layers, activation, number of
 steps, and Start / Stop / Step / Reset buttons. (Six sigmoid layers show vanishing
 gradients: at the start the first layer's norm is thousands of times below the last's
-(~9,000x; chapter 05 prints it) and the loss stalls at ln 2.) The model is a tensor MLP (2 → hidden × depth → classes) trained
-full-batch with SGD + momentum on the cross-entropy loss; the tensor engine keeps a frame
-(several steps plus a redraw) well under 200 ms.
+(~9,000x; chapter 05 prints it) and the loss stalls at ln 2.) The model is a tensor MLP
+(2 → hidden × depth → classes) trained full-batch with SGD + momentum on the cross-entropy
+loss; the tensor engine keeps a frame (several steps plus a redraw) well under 200 ms.
 
 Headless use (tests, scripts)::
 
