@@ -572,10 +572,10 @@ def judge(plan: Plan, progress: _Progress, timeout: float) -> list[ExerciseResul
                 f" ({why})." if why else "."
             )
             outs = [Outcome(kind, message=note if kind != NOT_IMPLEMENTED else "") for _ in cases]
-        outs = [
+        received = [
             o if o is not None else Outcome(CRASH, message="no answer was received") for o in outs
         ]
-        results.append(judge_exercise(exercise, cases, outs, expected, attempt=1, note=note))
+        results.append(judge_exercise(exercise, cases, received, expected, attempt=1, note=note))
     return results
 
 
@@ -596,6 +596,7 @@ def grade_staged(
         _paths_workers_need(plan.exercises),
         _paths_workers_must_not_see(settings, [staged.submission]),
     )
+    assert staged.folder is not None  # plan_submission returned a result for unreadable ones
     progress = run_isolated(plan, staged.folder, settings, keep, hide, stop)
     results = judge(plan, progress, settings.timeout)
     notes = plan.notes + progress.notes

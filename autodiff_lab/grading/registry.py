@@ -61,6 +61,8 @@ def _load_module(name_or_path: str) -> list[Exercise]:
         if str(path.resolve().parent) not in sys.path:
             sys.path.append(str(path.resolve().parent))  # its runners module, beside it
         spec = importlib.util.spec_from_file_location(mod_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"exercise module {name_or_path!r} cannot be imported")
         module = importlib.util.module_from_spec(spec)
         sys.modules[mod_name] = module
         spec.loader.exec_module(module)

@@ -66,7 +66,7 @@ class Sandbox:
         ``keep``: files or folders the worker needs that may lie inside a hidden folder
         (bound back read-only). ``hide``: folders it must not see.
         """
-        if not self.isolated:
+        if not self.isolated or self.executable is None:
             return argv, scratch
         return [self.executable, *_bwrap_arguments(scratch, keep, [*hide, *self.hide])] + [
             "--",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import html
 import traceback
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,21 @@ import numpy as np
 from .spec import Case, Exercise
 
 
-class Status(StrEnum):
+class _PlainString(str, Enum):
+    """An enum member that is, prints and formats as its plain string (``enum.StrEnum``
+    needs Python 3.11); its repr is the string's, so notebooks show ``'passed'``."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Status(_PlainString):
     """The verdict on one exercise (a row of the gradebook)."""
 
     PASSED = "passed"  # every case right
@@ -32,9 +46,6 @@ class Status(StrEnum):
     UNREADABLE = "unreadable"  # the submission is not a notebook the grader can read
     NO_EXERCISES = "no exercises"  # a readable notebook that answers no known exercise
 
-    def __repr__(self) -> str:  # shown in notebooks as the plain string it equals
-        return repr(self.value)
-
 
 PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED = (
     Status.PASSED, Status.FAILED, Status.NOT_ATTEMPTED, Status.TIMED_OUT, Status.CRASHED,
@@ -42,7 +53,7 @@ PASSED, FAILED, NOT_ATTEMPTED, TIMED_OUT, CRASHED = (
 STATUSES = tuple(Status)
 
 
-class Kind(StrEnum):
+class Kind(_PlainString):
     """What happened when the student's code ran on one case."""
 
     VALUE = "value"
@@ -139,9 +150,8 @@ class ExerciseResult:
 
     def to_html(self) -> str:
         """An HTML scorecard (inline styles only, so it renders the same everywhere)."""
-        colour = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ATTEMPTED: "#6e7781"}.get(
-            self.status, "#bc4c00"
-        )
+        colours: dict[str, str] = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ATTEMPTED: "#6e7781"}
+        colour = colours.get(self.status, "#bc4c00")
         esc = html.escape
         rows = []
         for case in self.cases:
@@ -236,7 +246,8 @@ def judge_case(exercise: Exercise, case: Case, outcome: Outcome, expected: Any) 
     """Compare one outcome with the reference value."""
     points = float(case.points)
     if outcome.kind != VALUE:
-        status = {NOT_IMPLEMENTED: NOT_ATTEMPTED, ERROR: "error"}.get(outcome.kind, outcome.kind)
+        renamed: dict[str, str] = {NOT_IMPLEMENTED: NOT_ATTEMPTED, ERROR: "error"}
+        status = renamed.get(outcome.kind, outcome.kind)
         return CaseResult(case.name, 0.0, points, status, outcome.message)
     try:
         ok = bool(exercise.compare(outcome.value, expected))

@@ -146,7 +146,7 @@ def kill_everything(proc: subprocess.Popen, token: str) -> None:
 def processes_with_token(token: str) -> list[int]:
     """PIDs whose environment carries ``TOKEN_ENV=token`` (Linux /proc; elsewhere none)."""
     needle = f"{TOKEN_ENV}={token}".encode()
-    pids = []
+    pids: list[int] = []
     proc_dir = Path("/proc")
     if not proc_dir.is_dir():
         return pids

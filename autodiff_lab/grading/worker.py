@@ -144,6 +144,8 @@ def load_runner(spec: dict):
     name, file = str(spec["module"]), spec.get("file")
     if file and not name.startswith("autodiff_lab."):
         module_spec = importlib.util.spec_from_file_location(name, file)
+        if module_spec is None or module_spec.loader is None:
+            raise ImportError(f"cannot import the runners module {name!r}")
         module = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = module
         module_spec.loader.exec_module(module)
@@ -200,7 +202,7 @@ def run(request: dict, events: Events) -> None:
                 outcome = run_answer(runners[exercise_id], answer_name, answer, from_plain(encoded))
             except BaseException as exc:  # KeyboardInterrupt raised by student code, say
                 outcome = None
-                kind, value, message = ERROR, None, short_error(exc)
+                kind, value, message = str(ERROR), None, short_error(exc)
             if outcome is not None:
                 kind, value, message = outcome.kind, None, outcome.message
                 if outcome.kind == CRASH:  # run_answer's only crash: MemoryError

@@ -261,7 +261,7 @@ def _forward_mode(spec, seed_leaf: int) -> float:
 
 
 def _random_expression(rng, n_leaves: int, n_ops: int):
-    spec = [("leaf", draw(rng, -1.0, 1.0)) for _ in range(n_leaves)]
+    spec: list[tuple] = [("leaf", draw(rng, -1.0, 1.0)) for _ in range(n_leaves)]
     for _ in range(n_ops):
         k = len(spec)
         op = str(rng.choice(["+", "*", "*", "tanh", "exp"], p=[0.3, 0.3, 0.1, 0.2, 0.1]))
