@@ -309,7 +309,7 @@ class BorrowsBackward(Right):
 LIBRARY = [
     (Value, "is autodiff_lab's class"),
     (Sub, "subclasses autodiff_lab.value.Value"),
-    (Wrapper, "hold autodiff_lab's objects"),
+    (Wrapper, "MyValue.__init__ uses Value (autodiff_lab)"),
     (BorrowsBackward, "MyValue.backward is autodiff_lab's function"),
 ]
 

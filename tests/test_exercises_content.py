@@ -381,11 +381,15 @@ WRONG = [
 
 # --- the capstones: their right and wrong answers live in tests/test_capstones_*.py ---------
 
+from test_capstones_rules import Overwrites as _RulesOverwrite  # noqa: E402
+from test_capstones_rules import Right as _RulesRight  # noqa: E402
 from test_capstones_value import Assigns as _ValueAssigns  # noqa: E402
 from test_capstones_value import Right as _ValueRight  # noqa: E402
 
 RIGHT["3.6"] = _ValueRight
+RIGHT["4.6"] = _RulesRight
 WRONG.append(("3.6", _ValueAssigns, "`self.grad += ...`, not `self.grad = ...`"))
+WRONG.append(("4.6", _RulesOverwrite, "np.add.at"))
 
 
 # --- the tests -------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ import operator
 import os
 import types
 
-from .common import error_result, number
+import numpy as np
+
+from .common import as_array, error_result, number
 
 LIBRARY_PACKAGES = ("autodiff_lab", "micrograd", "torch", "jax", "tinygrad")
 
@@ -126,6 +128,10 @@ def value_run(answer, inputs):
     problem = provenance_problem(answer, "MyValue")
     if problem:
         return library_error(problem)
+    for name, attr in vars(answer).items():
+        used = library_globals(attr) if callable(getattr(attr, "__func__", attr)) else None
+        if used:
+            return library_error(f"MyValue.{name} uses {used}; this exercise needs your own")
     nodes = []
     for k in range(len(program)):  # build one instruction at a time to name a failing one
         try:
@@ -177,3 +183,66 @@ def _build_step(cls, program, nodes, k):
     if op in _UNARY_METHODS:
         return getattr(nodes[args[0]], op)()
     raise ValueError(f"unknown instruction {op!r}")
+
+
+# --- 4.6: tensor backward rules ------------------------------------------------------------
+
+RULES = ("sum", "mean", "max", "reshape", "transpose", "getitem")
+
+
+def library_globals(fn) -> str | None:
+    """A library module, class or function that ``fn``'s code names as a global, or None.
+
+    Looks through nested functions too, so a rule that calls ``autodiff_lab``'s own
+    ``Tensor`` (or ``torch``) to get its gradient is found.
+    """
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    namespace = getattr(fn, "__globals__", {})
+    codes = [code] if isinstance(code, types.CodeType) else []
+    while codes:
+        current = codes.pop()
+        for name in current.co_names:
+            obj = namespace.get(name)
+            if obj is None:
+                continue
+            top = (
+                getattr(obj, "__name__", "").split(".")[0]
+                if isinstance(obj, types.ModuleType)
+                else None
+            )
+            if top in LIBRARY_PACKAGES:
+                return f"{name} ({top})"
+            if not isinstance(obj, types.ModuleType) and _from_library(obj):
+                return f"{name} ({_from_library(obj)})"
+        codes += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    return None
+
+
+def _index(spec):
+    """An index from plain data: a list of ints, or a tuple of such lists (one per axis)."""
+    if isinstance(spec, tuple):
+        return tuple(np.asarray(s, dtype=np.intp) for s in spec)
+    return np.asarray(spec, dtype=np.intp)
+
+
+def rules_run(answer, inputs):
+    """``getattr(answer, op)(x, g, *params)``: the gradient for x, as a float array."""
+    op, x, g, params = inputs
+    problem = provenance_problem(answer, "BackwardRules")
+    if problem:
+        return library_error(problem)
+    method = getattr(answer, op, None)
+    if method is None:
+        return {"error": "AttributeError", "message": f"BackwardRules has no {op}", "at": op}
+    used = library_globals(method)
+    if used:
+        return library_error(f"BackwardRules.{op} uses {used}; this exercise needs your own")
+    x, g = np.array(x, dtype=np.float64), np.array(g, dtype=np.float64)
+    if op == "getitem":
+        params = (_index(params[0]),)
+    try:
+        grad = method(x, g, *params)
+    except (ValueError, IndexError, TypeError) as exc:
+        return {**error_result(exc), "at": op}
+    return as_array(grad)
