@@ -4,6 +4,7 @@ Sub-commands are registered by the modules that implement them:
 
 - ``build-exercises``: generate ``exercises/`` from ``solutions/`` (:mod:`autodiff_lab.grading`)
 - ``grade``: grade submitted exercise notebooks into a gradebook (:mod:`autodiff_lab.grading`)
+- ``export``: the exercises as an nbgrader course or Otter Grader assignments
 - ``slides``: export a chapter as reveal.js slides (:mod:`autodiff_lab.slides`)
 """
 

@@ -1,6 +1,6 @@
-"""The grading commands of ``autodiff-lab``: ``build-exercises`` and ``grade``.
+"""The grading commands of ``autodiff-lab``: ``build-exercises``, ``grade`` and ``export``.
 
-:func:`register` adds both to the main parser (``autodiff_lab/cli.py``); each sets
+:func:`register` adds them to the main parser (``autodiff_lab/cli.py``); each sets
 ``run=func`` with ``func(args) -> int`` (the exit code).
 """
 
@@ -90,6 +90,10 @@ def register(subparsers) -> None:
     )  # fmt: skip
     grade.add_argument("--quiet", action="store_true", help="no progress bar or table")
     grade.set_defaults(run=run_grade)
+
+    from .export.command import register as register_export
+
+    register_export(subparsers)
 
 
 def run_build(args: argparse.Namespace) -> int:

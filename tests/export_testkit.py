@@ -1,0 +1,72 @@
+"""Helpers for the export tests: the real classroom tools, run as their users run them."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SEED = 4242
+# Exercise 1.2 with the derivative's sign flipped: only the case with tangent 0 passes.
+WRONG_DUAL_SIN = (
+    "def dual_sin(x):\n"
+    "    primal, tangent = x\n"
+    "    return math.sin(primal), -math.cos(primal) * tangent"
+)
+
+
+def require(module: str, pin: str):
+    """Import a classroom tool; skip without it, but FAIL under CI=true (the test extra has it)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        message = f"{pin} is not installed (pip install -e '.[test]')"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + "; under CI=true the export tests must run")
+        pytest.skip(message)
+
+
+def tool(*argv: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run a console script of this environment (its bin folder first on PATH, as after
+    activating the venv: ``nbgrader db`` calls ``alembic``)."""
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("AUTODIFF_LAB_GRADING", None)
+    done = subprocess.run(
+        [str(bindir / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+    output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{' '.join(argv)} failed:\n{output}"
+    return done
+
+
+def read_nb(path: Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_nb(path: Path, nb: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    return path
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def grader_points(paths: dict[str, Path], seed: int) -> dict[str, dict[str, float]]:
+    """``autodiff-lab grade --seed SEED``'s points per exercise for each named notebook."""
+    from autodiff_lab.grading.grader import Submission, grade_submission
+
+    points = {}
+    for name, path in paths.items():
+        result = grade_submission(Submission(path, name), seed=seed)
+        assert result.status == "graded", (name, result.notes)
+        points[name] = {e.exercise_id: e.score for e in result.exercises}
+    return points
