@@ -381,6 +381,8 @@ WRONG = [
 
 # --- the capstones: their right and wrong answers live in tests/test_capstones_*.py ---------
 
+from test_capstones_moons import right as _moons_right  # noqa: E402
+from test_capstones_moons import zero_weights as _moons_zero_weights  # noqa: E402
 from test_capstones_rules import Overwrites as _RulesOverwrite  # noqa: E402
 from test_capstones_rules import Right as _RulesRight  # noqa: E402
 from test_capstones_value import Assigns as _ValueAssigns  # noqa: E402
@@ -388,8 +390,10 @@ from test_capstones_value import Right as _ValueRight  # noqa: E402
 
 RIGHT["3.6"] = _ValueRight
 RIGHT["4.6"] = _RulesRight
+RIGHT["5.6"] = _moons_right
 WRONG.append(("3.6", _ValueAssigns, "`self.grad += ...`, not `self.grad = ...`"))
 WRONG.append(("4.6", _RulesOverwrite, "np.add.at"))
+WRONG.append(("5.6", _moons_zero_weights, "Every point gets the same label"))
 
 
 # --- the tests -------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ The last instruction is the root.
 
 from __future__ import annotations
 
+import dis
 import operator
 import os
 import types
@@ -246,3 +247,102 @@ def rules_run(answer, inputs):
     except (ValueError, IndexError, TypeError) as exc:
         return {**error_result(exc), "at": op}
     return as_array(grad)
+
+
+# --- 5.6: an MLP and its training loop on two moons ------------------------------------------
+
+READY_MADE = ("autodiff_lab.nn", "autodiff_lab.optim", "autodiff_lab.training", "torch", "jax",
+              "sklearn", "micrograd", "tinygrad", "keras", "tensorflow")  # fmt: skip
+
+
+def _ready_made(obj) -> str | None:
+    """The ready-made model/optimizer module ``obj`` comes from, or None."""
+    if isinstance(obj, types.ModuleType):
+        module = obj.__name__
+    else:
+        module = getattr(obj, "__module__", None) or ""
+    for banned in READY_MADE:
+        if module == banned or module.startswith(banned + "."):
+            return banned
+    return None
+
+
+def ready_made_parts(fn, limit: int = 200) -> str | None:
+    """A global that ``fn`` (or the student's functions and classes it uses) takes from a
+    ready-made model or optimizer library, as ``"name (module)"``; None when all is home-made.
+
+    Follows the student's own functions and classes (those defined in ``fn``'s namespace)
+    through their code, up to ``limit`` of them.
+    """
+    namespace = getattr(getattr(fn, "__func__", fn), "__globals__", {})
+    todo, seen = [fn], set()
+    while todo and len(seen) < limit:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, type):
+            todo += [getattr(a, "__func__", a) for a in vars(current).values() if callable(a)]
+            todo += [b for b in current.__bases__ if b is not object]
+            continue
+        code = getattr(getattr(current, "__func__", current), "__code__", None)
+        codes = [code] if isinstance(code, types.CodeType) else []
+        while codes:
+            c = codes.pop()
+            codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
+            imported = _imports_in(c)
+            if imported:
+                return imported
+            for name in c.co_names:
+                obj = namespace.get(name)
+                if obj is None:
+                    continue
+                banned = _ready_made(obj)
+                if banned:
+                    return f"{name} ({banned})"
+                home = getattr(obj, "__module__", None) == namespace.get("__name__")
+                if home and (isinstance(obj, type) or isinstance(obj, types.FunctionType)):
+                    todo.append(obj)
+    return None
+
+
+def _imports_in(code: types.CodeType) -> str | None:
+    """A ready-made module an ``import`` inside ``code`` brings in, as "import name"."""
+    module = None
+    for ins in dis.get_instructions(code):
+        if ins.opname == "IMPORT_NAME":
+            module = str(ins.argval)
+            found = _ready_made_name(module)
+        elif ins.opname == "IMPORT_FROM" and module is not None:
+            found = _ready_made_name(f"{module}.{ins.argval}")
+        else:
+            continue
+        if found:
+            return f"an import of {found}"
+    return None
+
+
+def _ready_made_name(module: str) -> str | None:
+    for banned in READY_MADE:
+        if module == banned or module.startswith(banned + "."):
+            return banned
+    return None
+
+
+_trained: dict = {}  # (id(answer), seed) -> (answer, predict): train once per seed
+
+
+def moons_run(answer, inputs):
+    """Train with ``answer(seed)`` (once per seed), then predict the grader's points."""
+    seed, points, _threshold = inputs
+    if isinstance(answer, type) or not callable(answer):
+        return {"error": "TypeError", "message": "train_moons must be a function"}
+    problem = provenance_problem(answer, "train_moons")
+    used = problem or ready_made_parts(answer)
+    if used:
+        return library_error(problem or f"train_moons uses {used}; build the model yourself")
+    key = (id(answer), int(seed))
+    if key not in _trained or _trained[key][0] is not answer:
+        _trained[key] = (answer, answer(int(seed)))
+    predict = _trained[key][1]
+    return as_array(predict(np.array(points, dtype=np.float64))).ravel()
