@@ -383,14 +383,18 @@ WRONG = [
 
 from test_capstones_moons import right as _moons_right  # noqa: E402
 from test_capstones_moons import zero_weights as _moons_zero_weights  # noqa: E402
+from test_capstones_reverse import Right as _ReverseRight  # noqa: E402
+from test_capstones_reverse import Transposed as _ReverseTransposed  # noqa: E402
 from test_capstones_rules import Overwrites as _RulesOverwrite  # noqa: E402
 from test_capstones_rules import Right as _RulesRight  # noqa: E402
 from test_capstones_value import Assigns as _ValueAssigns  # noqa: E402
 from test_capstones_value import Right as _ValueRight  # noqa: E402
 
+RIGHT["2.5"] = _ReverseRight
 RIGHT["3.6"] = _ValueRight
 RIGHT["4.6"] = _RulesRight
 RIGHT["5.6"] = _moons_right
+WRONG.append(("2.5", _ReverseTransposed, "The Jacobian is transposed"))
 WRONG.append(("3.6", _ValueAssigns, "`self.grad += ...`, not `self.grad = ...`"))
 WRONG.append(("4.6", _RulesOverwrite, "np.add.at"))
 WRONG.append(("5.6", _moons_zero_weights, "Every point gets the same label"))

@@ -255,19 +255,16 @@ READY_MADE = ("autodiff_lab.nn", "autodiff_lab.optim", "autodiff_lab.training", 
               "sklearn", "micrograd", "tinygrad", "keras", "tensorflow")  # fmt: skip
 
 
-def _ready_made(obj) -> str | None:
-    """The ready-made model/optimizer module ``obj`` comes from, or None."""
+def _ready_made(obj, banned_modules=READY_MADE) -> str | None:
+    """The banned module ``obj`` (a module, class or function) comes from, or None."""
     if isinstance(obj, types.ModuleType):
         module = obj.__name__
     else:
         module = getattr(obj, "__module__", None) or ""
-    for banned in READY_MADE:
-        if module == banned or module.startswith(banned + "."):
-            return banned
-    return None
+    return _ready_made_name(module, banned_modules)
 
 
-def ready_made_parts(fn, limit: int = 200) -> str | None:
+def ready_made_parts(fn, limit: int = 200, banned_modules=READY_MADE) -> str | None:
     """A global that ``fn`` (or the student's functions and classes it uses) takes from a
     ready-made model or optimizer library, as ``"name (module)"``; None when all is home-made.
 
@@ -290,14 +287,14 @@ def ready_made_parts(fn, limit: int = 200) -> str | None:
         while codes:
             c = codes.pop()
             codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]
-            imported = _imports_in(c)
+            imported = _imports_in(c, banned_modules)
             if imported:
                 return imported
             for name in c.co_names:
                 obj = namespace.get(name)
                 if obj is None:
                     continue
-                banned = _ready_made(obj)
+                banned = _ready_made(obj, banned_modules)
                 if banned:
                     return f"{name} ({banned})"
                 home = getattr(obj, "__module__", None) == namespace.get("__name__")
@@ -306,15 +303,15 @@ def ready_made_parts(fn, limit: int = 200) -> str | None:
     return None
 
 
-def _imports_in(code: types.CodeType) -> str | None:
+def _imports_in(code: types.CodeType, banned_modules=READY_MADE) -> str | None:
     """A ready-made module an ``import`` inside ``code`` brings in, as "import name"."""
     module = None
     for ins in dis.get_instructions(code):
         if ins.opname == "IMPORT_NAME":
             module = str(ins.argval)
-            found = _ready_made_name(module)
+            found = _ready_made_name(module, banned_modules)
         elif ins.opname == "IMPORT_FROM" and module is not None:
-            found = _ready_made_name(f"{module}.{ins.argval}")
+            found = _ready_made_name(f"{module}.{ins.argval}", banned_modules)
         else:
             continue
         if found:
@@ -322,8 +319,8 @@ def _imports_in(code: types.CodeType) -> str | None:
     return None
 
 
-def _ready_made_name(module: str) -> str | None:
-    for banned in READY_MADE:
+def _ready_made_name(module: str, banned_modules=READY_MADE) -> str | None:
+    for banned in banned_modules:
         if module == banned or module.startswith(banned + "."):
             return banned
     return None
@@ -346,3 +343,75 @@ def moons_run(answer, inputs):
         _trained[key] = (answer, answer(int(seed)))
     predict = _trained[key][1]
     return as_array(predict(np.array(points, dtype=np.float64))).ravel()
+
+
+# --- 2.5: vjp and jacrev on top of a reverse pass ------------------------------------------
+
+TRANSFORMS = ("autodiff_lab.functional", "torch", "jax", "functorch", "autograd")
+
+
+def function_from(program):
+    """``f(x)`` for a program over a vector: ``[(op, i, ...), ...]``, node 0 being x.
+
+    ``("lin", i, M)`` is ``M @ v_i``; ``("add", i, j)`` and ``("mul", i, j)`` act entrywise;
+    ``("tanh", i)``, ``("sin", i)``, ``("exp", i)``, ``("sq", i)`` (``v * v``) too. The last
+    node is f's output. Works on arrays, ``Tensor`` s and ``Dual`` s alike (it uses ``ops``).
+    """
+    from ... import ops
+
+    def f(x):
+        vals = [x]
+        for op, *a in program:
+            v = vals[a[0]]
+            if op == "lin":
+                vals.append(ops.matmul(np.asarray(a[1], dtype=np.float64), v))
+            elif op == "add":
+                vals.append(v + vals[a[1]])
+            elif op == "mul":
+                vals.append(v * vals[a[1]])
+            elif op == "sq":
+                vals.append(v * v)
+            else:
+                vals.append(getattr(ops, op)(v))
+        return vals[-1]
+
+    return f
+
+
+def _mode_of(x) -> str:
+    """How f was called: "reverse" (a recording Tensor/Value), "dual" (forward) or "plain"."""
+    if getattr(x, "requires_grad", False) or type(x).__name__ == "Value":
+        return "reverse"
+    if hasattr(x, "tangent"):
+        return "dual"
+    return "plain"
+
+
+def reverse_run(answer, inputs):
+    """``answer.vjp(f, x, u)`` or ``answer.jacrev(f, x)`` on the case's function."""
+    kind, program, x, *rest = inputs
+    problem = provenance_problem(answer, "ReverseMode")
+    method = getattr(answer, kind, None)
+    used = problem or (method is not None and ready_made_parts(method, banned_modules=TRANSFORMS))
+    if used:
+        return library_error(problem or f"ReverseMode.{kind} uses {used}; write it yourself")
+    if method is None:
+        return {"error": "AttributeError", "message": f"ReverseMode has no {kind}", "at": kind}
+    f, modes = function_from(program), []
+
+    def recorded(z):
+        modes.append(_mode_of(z))
+        return f(z)
+
+    x = np.array(x, dtype=np.float64)
+    try:
+        if kind == "vjp":
+            value, pulled = method(recorded, x, np.array(rest[0], dtype=np.float64))
+            result = {"value": as_array(value), "vjp": as_array(pulled)}
+        else:
+            result = {"jacobian": as_array(method(recorded, x))}
+    except (ValueError, TypeError, IndexError) as exc:
+        return {**error_result(exc), "at": kind}
+    result["reverse"] = "reverse" in modes
+    result["how"] = "reverse" if "reverse" in modes else ("dual" if "dual" in modes else "plain")
+    return result
