@@ -381,6 +381,8 @@ WRONG = [
 
 # --- the capstones: their right and wrong answers live in tests/test_capstones_*.py ---------
 
+from test_capstones_bughunt import WRONG as _HUNT_WRONG  # noqa: E402
+from test_capstones_bughunt import careful as _careful_hunt  # noqa: E402
 from test_capstones_moons import right as _moons_right  # noqa: E402
 from test_capstones_moons import zero_weights as _moons_zero_weights  # noqa: E402
 from test_capstones_reverse import Right as _ReverseRight  # noqa: E402
@@ -393,10 +395,12 @@ from test_capstones_value import Right as _ValueRight  # noqa: E402
 RIGHT["2.5"] = _ReverseRight
 RIGHT["3.6"] = _ValueRight
 RIGHT["4.6"] = _RulesRight
+RIGHT["4.7"] = _careful_hunt
 RIGHT["5.6"] = _moons_right
 WRONG.append(("2.5", _ReverseTransposed, "The Jacobian is transposed"))
 WRONG.append(("3.6", _ValueAssigns, "`self.grad += ...`, not `self.grad = ...`"))
 WRONG.append(("4.6", _RulesOverwrite, "np.add.at"))
+WRONG.append(("4.7", *_HUNT_WRONG[0]))
 WRONG.append(("5.6", _moons_zero_weights, "Every point gets the same label"))
 
 

@@ -27,6 +27,7 @@ The last instruction is the root.
 
 from __future__ import annotations
 
+import ast
 import dis
 import operator
 import os
@@ -415,3 +416,69 @@ def reverse_run(answer, inputs):
     result["reverse"] = "reverse" in modes
     result["how"] = "reverse" if "reverse" in modes else ("dual" if "dual" in modes else "plain")
     return result
+
+
+# --- 6.x: a gradient-check bug hunt --------------------------------------------------------
+
+_FUNCTIONS = {
+    "sin": np.sin, "cos": np.cos, "exp": np.exp, "log": np.log, "tanh": np.tanh,
+    "sqrt": np.sqrt, "abs": np.abs, "sign": np.sign, "maximum": np.maximum,
+}  # fmt: skip
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.Pow: operator.pow, ast.Gt: operator.gt,
+}  # fmt: skip
+
+
+def formula(text: str, names: tuple[str, ...]):
+    """A numpy function of ``names`` from a formula such as ``"g*(cos(x)*x + sin(x))"``.
+
+    Only numbers, the names, + - * / ** >, unary minus and the functions in ``_FUNCTIONS``
+    are allowed: the text is parsed, never ``eval``-ed.
+    """
+    tree = ast.parse(text, mode="eval").body
+
+    def run(node, env):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](run(node.left, env), run(node.right, env))
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _BINOPS:
+            value = _BINOPS[type(node.ops[0])](run(node.left, env), run(node.comparators[0], env))
+            return np.asarray(value, dtype=np.float64)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -run(node.operand, env)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            fn = _FUNCTIONS.get(node.func.id)
+            if fn is not None and not node.keywords:
+                return fn(*(run(a, env) for a in node.args))
+        raise ValueError(f"formula: {ast.dump(node)[:60]} is not allowed")
+
+    def f(*args):
+        env = {n: np.asarray(a, dtype=np.float64) for n, a in zip(names, args, strict=True)}
+        return run(tree, env)
+
+    f.__doc__ = text
+    return f
+
+
+def bug_hunt_run(answer, inputs):
+    """``answer(table)`` on a table of primitives: the sorted names it reports as wrong.
+
+    ``table[name] = (forward, vjp, xs)``: ``forward(x)`` acts entrywise on arrays,
+    ``vjp(x, g)`` is the rule under test, ``xs`` the points to check it at.
+    """
+    (rows,) = inputs
+    problem = provenance_problem(answer, "find_wrong_rules")
+    if problem:
+        return library_error(problem)
+    table = {
+        name: (formula(fwd, ("x",)), formula(rule, ("x", "g")), np.array(xs, dtype=np.float64))
+        for name, fwd, rule, xs in rows
+    }
+    names = answer(table)
+    if isinstance(names, str) or not hasattr(names, "__iter__"):
+        return {"error": "TypeError", "message": "return the names of the wrong rules (a list)"}
+    return sorted(str(n) for n in names)
