@@ -11,6 +11,7 @@
 from .dual import Dual
 from .graph import is_grad_enabled, no_grad, topological_order
 from .ops import abs, cos, exp, log, log_softmax, relu, sigmoid, sin, softmax, sqrt, tanh
+from .progress import progress, reset_progress  # autodiff_lab.progress is the function
 from .tensor import Tensor, concatenate, cross_entropy, stack
 from .value import Value
 
@@ -18,6 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Value", "Tensor", "Dual", "no_grad", "is_grad_enabled", "topological_order",
+    "progress", "reset_progress",
     "concatenate", "stack", "cross_entropy",
     "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "softmax", "log_softmax",
 ]  # fmt: skip

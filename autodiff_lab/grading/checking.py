@@ -125,6 +125,9 @@ def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool 
         outcomes = [run_answer(exercise.run, exercise.answer, answer, c.inputs) for c in cases]
     judged = judge_exercise(exercise, cases, outcomes, expected, attempt=_attempts[exercise_id])
     result = CheckResult(**vars(judged))
+    from ..progress import record  # the learner's best score, kept on this computer only
+
+    record(result)
     return _show(result) if show else result
 
 
