@@ -440,3 +440,20 @@ def test_build_program_names_the_class_it_used():
     nodes, leaves = build_program(Right, [("leaf", 2.0), ("n-", 1.0, 0), ("**", 1, 2.0)])
     assert [type(n) for n in nodes] == [Right] * 3 and leaves == [0]
     assert nodes[-1].data == 1.0
+
+
+def test_a_class_from_a_students_own_module_in_a_folder_named_like_the_library(tmp_path):
+    """Only the installed library's files count as the library, not a folder's name."""
+    import importlib.util
+    import inspect
+
+    folder = tmp_path / "autodiff_lab" / "exercises"
+    folder.mkdir(parents=True)
+    source = "import math\n\n" + inspect.getsource(Right).replace("class Right", "class Mine")
+    source = source.replace("isinstance(other, Right)", "isinstance(other, Mine)")
+    (folder / "mine.py").write_text(source)
+    spec = importlib.util.spec_from_file_location("student_mine", folder / "mine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = check("3.6", module.Mine, show=False)
+    assert result.status == "passed", result.to_text()

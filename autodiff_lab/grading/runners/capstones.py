@@ -31,6 +31,7 @@ import ast
 import dis
 import operator
 import os
+import sys
 import types
 
 import numpy as np
@@ -50,11 +51,14 @@ def _from_library(obj) -> str | None:
     if top in LIBRARY_PACKAGES:
         return top
     code = getattr(obj, "__code__", None)
-    if isinstance(code, types.CodeType):
-        parts = os.path.normpath(code.co_filename).split(os.sep)
+    if isinstance(code, types.CodeType):  # a function copied out of an imported library
+        filename = os.path.realpath(code.co_filename)
         for package in LIBRARY_PACKAGES:
-            if package in parts:
-                return package
+            module_file = getattr(sys.modules.get(package), "__file__", None)
+            if module_file:
+                folder = os.path.dirname(os.path.realpath(module_file))
+                if filename.startswith(folder + os.sep):
+                    return package
     return None
 
 
