@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import svg_boxes
+from svg_helpers import svg_boxes
 
 from autodiff_lab import Tensor, Value
 from autodiff_lab.viz import draw_graph, render

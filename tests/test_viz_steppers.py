@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import svg_boxes, svg_edge_labels
+from svg_helpers import svg_boxes, svg_edge_labels
 
 from autodiff_lab import Tensor, Value, ops, sin, tanh
 from autodiff_lab.primitives import ELEMENTWISE
