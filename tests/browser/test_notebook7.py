@@ -8,12 +8,52 @@ kernel sent a new drawing: the caption moves to step 6 and the picture's SVG cha
 
 from __future__ import annotations
 
+import os
+import tempfile
+
+import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+# check() records progress in the user's data folder: the servers these tests start inherit
+# this, so the tests' records go to a temporary folder (make test sets it already).
+os.environ.setdefault("AUTODIFF_LAB_DATA_DIR", tempfile.mkdtemp(prefix="autodiff-lab-browser-"))
 
 pytestmark = pytest.mark.browser
 
 CHAPTER = "02_reverse_mode.ipynb"
 ACTIVE = "svg g.node.value.active"
+PROGRESS_SETUP = """\
+import autodiff_lab
+from autodiff_lab.grading import check
+
+autodiff_lab.reset_progress()
+
+
+def dual_mul(x, y):
+    (a, da), (b, db) = x, y
+    return a * b, a * db + da * b
+
+
+check("1.1", dual_mul)"""
+
+
+def run_all(page) -> None:
+    """Run > Run All Cells once the kernel is ready (a click before that is lost: retry)."""
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    for _attempt in range(4):
+        page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        try:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-InputArea-prompt')]"
+                ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))",
+                timeout=20_000,
+            )
+            return
+        except Exception:  # playwright's TimeoutError: the kernel was not up yet
+            continue
+    raise AssertionError("Run All did not start any cell in Notebook 7")
 
 
 def test_chapter_02_backward_stepper_in_notebook7(browser_page, jupyter_server, screenshot):
@@ -24,9 +64,7 @@ def test_chapter_02_backward_stepper_in_notebook7(browser_page, jupyter_server, 
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     expect(page.locator("#main-panel, .jp-NotebookPanel").first).to_be_visible()
     assert page.locator(".jp-LabShell").count() == 0  # Notebook 7's shell, not JupyterLab's
-
-    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
-    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    run_all(page)
     # The chapter's next cell moves the stepper on (stepper.step = 5), so read where it is.
     stepper = (
         page.locator(".jp-OutputArea-output", has=page.locator(".widget-button"))
@@ -53,3 +91,31 @@ def test_chapter_02_backward_stepper_in_notebook7(browser_page, jupyter_server, 
     after = stepper.locator(".widget-html-content svg").first.evaluate("svg => svg.outerHTML")
     assert after != before  # the drawing changed: another node is highlighted
     screenshot(stepper, "notebook7_backward_stepper")
+
+
+def test_progress_table_and_reset_in_notebook7(browser_page, jupyter_server, screenshot):
+    """check() records exercise 1.1; progress() shows it; the two-click reset clears it."""
+    from playwright.sync_api import expect
+
+    nb = new_notebook(
+        cells=[new_code_cell(PROGRESS_SETUP), new_code_cell("autodiff_lab.progress()")]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(nb, jupyter_server.root / "progress_view.ipynb")
+    page = browser_page
+    page.goto(jupyter_server.url("progress_view.ipynb", "notebooks"))
+    run_all(page)
+    view = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output")
+    reset = view.locator(".widget-button", has_text="reset…")
+    expect(reset).to_be_visible(timeout=120_000)
+    first_row = view.locator(".autodiff-lab-progress tr").nth(1)
+    expect(first_row).to_contain_text("01")
+    expect(first_row.locator("td").nth(2)).to_have_text("1/5")  # passed: 1.1
+    expect(first_row.locator("td").nth(4)).to_contain_text("1.2 ")  # next exercise
+    screenshot(view, "notebook7_progress")
+    reset.click()
+    really = view.locator(".widget-button", has_text="really forget all?")
+    expect(really).to_be_visible()
+    really.click()
+    expect(first_row.locator("td").nth(2)).to_have_text("0/5")
+    expect(first_row.locator("td").nth(4)).to_contain_text("1.1 ")
