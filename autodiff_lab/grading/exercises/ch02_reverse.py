@@ -28,7 +28,9 @@ _ENTRYWISE = ("tanh", "sin", "sq", "tanh", "sin")
 
 def random_function(rng, n: int, m: int, steps: int) -> list:
     """A random program Rⁿ → Rᵐ: ``steps`` instructions, then a linear map to m outputs."""
-    dims, after_bounded, program = [n], [False], []
+    dims: list[int] = [n]
+    after_bounded: list[bool] = [False]
+    program: list[tuple] = []
     for _ in range(steps):
         i = len(dims) - 1 if rng.random() < 0.7 else int(rng.integers(0, len(dims)))
         same = [j for j, d in enumerate(dims) if d == dims[i]]

@@ -87,6 +87,7 @@ def _forward(program, wrong_rule: str | None = None):
             parents.append(())
             locs.append(())
             continue
+        ps: tuple[int, ...]
         if op in ("+", "-", "*", "/"):
             ps, (x, y) = (a[0], a[1]), (vals[a[0]], vals[a[1]])
         elif op.endswith("n"):  # node op number
@@ -401,6 +402,7 @@ def random_dag(rng, n_leaves: int, n_ops: int) -> list:
         i = k - 1 if rng.random() < 0.85 else int(rng.integers(0, k))
         j = int(rng.integers(0, k))
         op = str(rng.choice(_OPS))
+        instr: tuple
         if op in ("+", "-", "*", "/"):
             instr = (op, i, j)
         elif op in ("+n", "-n", "*n", "/n"):
@@ -447,7 +449,7 @@ def _single_ops(rng) -> list[tuple[str, list]]:
     """Small programs, one family of ops each, every piece scaled by its own number."""
     x, y = _leaf_value(rng), _leaf_value(rng)
     pos = draw(rng, 0.4, 1.5)
-    groups = {
+    groups: dict[str, list[tuple]] = {
         "x + y, x - y, -x": [("+", 0, 1), ("-", 0, 1), ("neg", 0)],
         "x * y and x / y": [("*", 0, 1), ("/", 0, 1)],
         "x ** 2, x ** 3, x ** -1, p ** 0.5": [
@@ -466,6 +468,7 @@ def _single_ops(rng) -> list[tuple[str, list]]:
     }  # fmt: skip
     out = []
     for name, pieces in groups.items():
+        program: list[tuple]
         if name.startswith("relu"):
             program = [("leaf", abs(x)), ("leaf", -abs(y)), ("leaf", pos)]
         else:

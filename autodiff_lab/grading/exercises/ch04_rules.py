@@ -207,9 +207,9 @@ def _mean_count(got, exp, case) -> bool:
 
 def _ties(got, exp, case) -> bool:
     """Every tied entry gets all of g, or only the first (argmax) does."""
-    op, x, g, (axis, keepdims) = case.inputs if case.inputs[0] == "max" else (None,) * 4
-    if op != "max" or close(got, exp):
+    if case.inputs[0] != "max" or close(got, exp):
         return False
+    _op, x, g, (axis, keepdims) = case.inputs
     x = np.asarray(x)
     top = np.max(x, axis=axis, keepdims=True)
     g_full = np.broadcast_to(
@@ -217,9 +217,9 @@ def _ties(got, exp, case) -> bool:
     )
     all_ties = g_full * (x == top)
     if axis is None:
-        first = np.zeros(x.size)
-        first[np.argmax(x)] = 1.0
-        first = first.reshape(x.shape)
+        flat = np.zeros(x.size)
+        flat[np.argmax(x)] = 1.0
+        first = flat.reshape(x.shape)
     else:
         first = np.zeros_like(x)
         np.put_along_axis(first, np.expand_dims(np.argmax(x, axis=axis), axis), 1.0, axis=axis)
@@ -227,8 +227,10 @@ def _ties(got, exp, case) -> bool:
 
 
 def _same_permutation(got, exp, case) -> bool:
-    op, _x, g, (axes,) = case.inputs if case.inputs[0] == "transpose" else (None, 0, 0, (0,))
-    return op == "transpose" and not close(got, exp) and close(got, np.transpose(g, axes))
+    if case.inputs[0] != "transpose" or close(got, exp):
+        return False
+    _op, _x, g, (axes,) = case.inputs
+    return close(got, np.transpose(g, axes))
 
 
 def _overwrites(got, exp, case) -> bool:

@@ -277,7 +277,8 @@ def ready_made_parts(fn, limit: int = 200, banned_modules=READY_MADE) -> str | N
     through their code, up to ``limit`` of them.
     """
     namespace = getattr(getattr(fn, "__func__", fn), "__globals__", {})
-    todo, seen = [fn], set()
+    todo: list = [fn]
+    seen: set[int] = set()
     while todo and len(seen) < limit:
         current = todo.pop()
         if id(current) in seen:
