@@ -31,19 +31,33 @@ def require(module: str, pin: str):
         pytest.skip(message)
 
 
-def tool(*argv: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
-    """Run a console script of this environment (its bin folder first on PATH, as after
-    activating the venv: ``nbgrader db`` calls ``alembic``)."""
+def _env() -> dict[str, str]:
+    """This environment's bin folder first on PATH, as after activating the venv
+    (``nbgrader db`` calls ``alembic``)."""
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("AUTODIFF_LAB_GRADING", None)
-    done = subprocess.run(
-        [str(bindir / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
-        timeout=timeout,
-    )  # fmt: skip
-    output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    assert done.returncode == 0, f"{' '.join(argv)} failed:\n{output}"
-    return done
+    return env
+
+
+def start(*argv: str, cwd: Path) -> subprocess.Popen:
+    """Start a console script of this environment (``finish`` waits for it)."""
+    command = [str(Path(sys.executable).parent / argv[0]), *argv[1:]]
+    return subprocess.Popen(
+        command, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def finish(process: subprocess.Popen, timeout: float = 180) -> None:
+    """Wait for a started tool; fail with its output when it did not succeed."""
+    stdout, stderr = process.communicate(timeout=timeout)
+    output = f"{stdout[-3000:]}\n{stderr[-3000:]}"
+    assert process.returncode == 0, f"{' '.join(process.args)} failed:\n{output}"
+
+
+def tool(*argv: str, cwd: Path, timeout: float = 180) -> None:
+    """Run a console script of this environment to the end."""
+    finish(start(*argv, cwd=cwd), timeout)
 
 
 def read_nb(path: Path) -> dict:
