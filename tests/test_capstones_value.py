@@ -1,7 +1,7 @@
 """Capstone 3.6, "Your Value": graded on random programs against the library's Value.
 
 A right class written here (independently of the solutions notebook) scores full marks on
-several seeds; eleven plausible wrong ones lose points and get the hint that names their
+several seeds; twelve plausible wrong ones lose points and get the hint that names their
 mistake; classes that are, subclass, borrow from or wrap the library's ``Value`` score
 nothing and are told why; the references agree with PyTorch (float64); the programs
 have the promised shape (fan-out, depth, a 5,000-op chain).
@@ -192,6 +192,20 @@ class BreadthFirst(Right):
                     queue.append(parent)
 
 
+class PreOrder(Right):
+    """Depth first, each node's closure run when first reached (parents after it)."""
+
+    def backward(self):
+        self.grad, stack, seen = 1.0, [self], set()
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            node._backward()
+            stack.extend(node._prev)
+
+
 class ForgetsUpstream(Right):
     """tanh's backward forgets to multiply by out.grad."""
 
@@ -255,6 +269,7 @@ WRONG = [
     (Assigns, "`self.grad += ...`, not `self.grad = ...`"),
     (RecursiveTopo, "RecursionError on the long chain"),
     (BreadthFirst, "non-topological order"),
+    (PreOrder, "non-topological order"),
     (ForgetsUpstream, "forgotten chain-rule factor"),
     (NoRsub, "MyValue.__rsub__"),
     (SwappedRsub, "the number `other` comes first"),
