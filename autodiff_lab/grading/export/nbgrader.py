@@ -26,7 +26,6 @@ CONFIG = '''\
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 c.CourseDirectory.course_id = {course_id!r}
-c.CourseDirectory.root = "."
 '''
 
 README = """\
