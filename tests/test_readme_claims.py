@@ -49,3 +49,19 @@ def test_backward_twice_on_one_graph_as_the_readme_says(torch):
     out_t.backward(retain_graph=True)
     out_t.backward()
     assert t.grad.item() == 24.0
+
+
+def test_wrong_answer_table_size_matches_the_readme():
+    from test_exercises_content import WRONG
+
+    assert readme_number(r"scorecards and hints, (\d+) plausible wrong answers") == len(WRONG)
+
+
+def test_exercise_counts_in_the_course_table_match_the_registry():
+    from autodiff_lab.grading.registry import all_exercises
+
+    rows = re.findall(r"\[(\d\d)\]\(exercises/[^)]*\) \((\d+)\)", README)
+    assert len(rows) == 6, rows
+    for chapter, count in rows:
+        ids = [e.id for e in all_exercises() if e.id.split(".")[0] == str(int(chapter))]
+        assert len(ids) == int(count), (chapter, ids)
