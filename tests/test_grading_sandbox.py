@@ -26,6 +26,7 @@ import hashlib
 import os
 import socket
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 
@@ -125,6 +126,29 @@ print("PASS: 16/16 points")
 check("1.1", dual_mul)
 """
     return [SETUP, hunt, walk, patch]
+
+
+def thief_cells(root: Path) -> list[str]:
+    """Looks where the red team found other people's files: the course's .git (grader
+    started outside the course folder), the staging folder under a TMPDIR outside /tmp,
+    an LMS zip beside submissions/, /etc/shadow; says which uid it runs as."""
+    targets = [str(PACKAGE.parent / ".git" / "HEAD"), str(root / "vartmp"), str(root / "lms.zip")]
+    targets += [str(PACKAGE / "grading" / "exercises"), str(SOLUTIONS), "/etc/shadow"]
+    return [
+        CORRECT["square"],
+        f"""
+import os
+found = []
+for p in {targets!r}:
+    try:
+        got = os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(60)
+    except OSError:
+        continue
+    if got:
+        found.append((p, got))
+raise RuntimeError(f"uid={{os.getuid()}} FOUND={{found!r}}")
+""",
+    ]
 
 
 def forger_cells(paths: dict[str, Path], port: int) -> list[str]:
@@ -254,16 +278,27 @@ def batch(tmp_path_factory):
     (subs / "sym").mkdir()
     (subs / "sym" / "97_work.ipynb").symlink_to(subs / "alice" / "97_work.ipynb")
     write_notebook(paths["zed"], [SETUP, *CORRECT.values()])
+    write_notebook(subs / "thief" / "97_work.ipynb", thief_cells(root))
+    (root / "lms.zip").write_bytes(b"PK every student's notebook")
+    (root / "vartmp").mkdir()
     zed_sha = hashlib.sha256(paths["zed"].read_bytes()).hexdigest()
     start = time.monotonic()
-    rc = run_cli(
+    # Started OUTSIDE the course folder, staging under a TMPDIR that is not /tmp.
+    here, tempdir = os.getcwd(), tempfile.tempdir
+    os.chdir(root)
+    tempfile.tempdir = str(root / "vartmp")
+    try:
+        rc = run_cli(
         [
             "grade", str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]),
             "--report", str(paths["report"]), "-j", "2", "--timeout", str(TIMEOUT),
             "--notebook-timeout", str(NOTEBOOK_TIMEOUT), "--memory", "1024",
             "--exercises-module", EXERCISES_MODULE, "--quiet", "--require-sandbox",
-        ]
-    )  # fmt: skip
+            ]
+        )  # fmt: skip
+    finally:
+        os.chdir(here)
+        tempfile.tempdir = tempdir
     elapsed = time.monotonic() - start
     assert rc == 0
     csv_text = paths["csv"].read_text()
@@ -367,6 +402,16 @@ def test_sigstop_and_sleeping_cells_cannot_stall_the_batch(batch):
     assert batch["elapsed"] < 90
 
 
+def test_only_an_allowlist_of_folders_is_visible_as_nobody(batch):
+    """Red team #1-#3: the course's .git with the grader started elsewhere, other students'
+    staged copies under TMPDIR=/var/tmp-like folders, an LMS zip beside submissions/, the
+    references, solutions/ and /etc/shadow are all out of sight, and the worker is uid
+    65534."""
+    thief = notes(batch, "thief")
+    assert "uid=65534 FOUND=[]" in thief, thief
+    assert points(batch, "thief")["97.2"] == ("passed", 6.0)  # its own work still counts
+
+
 def test_a_symbolic_link_is_not_followed(batch):
     assert batch["grades"][("sym", "")]["status"] == "unreadable"
     assert "symbolic link" in batch["grades"][("sym", "")]["feedback"]
@@ -378,18 +423,26 @@ def test_the_sandbox_is_recorded(batch):
     assert "WITHOUT a sandbox" not in report and "/tmp/" not in report
 
 
-def test_hidden_folders_never_include_the_system_and_keeps_are_bound_back():
-    """A lecturer grading from / or /usr must not hide the worker's own programs; a folder
-    the worker needs inside a hidden one is bound back, and one inside that hidden again."""
-    from autodiff_lab.grading.sandbox import _bwrap_arguments
+def test_only_an_allowlist_is_mounted_and_hidden_folders_never_cover_the_system():
+    """Nothing of / is mounted but the system folders and what the worker needs; a lecturer
+    grading from / or /usr hides none of the worker's own programs; a hidden folder inside
+    a kept one (the references inside the package) is covered by an empty one."""
+    from autodiff_lab.grading.sandbox import SYSTEM_FOLDERS, _bwrap_arguments
 
     grading = PACKAGE / "grading"
     args = _bwrap_arguments(
         Path("/tmp/x"), [grading], [Path("/"), Path("/usr"), PACKAGE, grading / "exercises"]
     )
-    mounts = [(a, args[k + 1]) for k, a in enumerate(args) if a in ("--tmpfs", "--ro-bind")]
-    assert mounts == [
-        ("--ro-bind", "/"), ("--tmpfs", "/tmp"), ("--tmpfs", str(PACKAGE)),
-        ("--ro-bind", str(grading)), ("--tmpfs", str(grading / "exercises")),
-    ]  # fmt: skip
+    mounts = [
+        (a, args[k + 1]) for k, a in enumerate(args) if a in ("--tmpfs", "--ro-bind", "--bind")
+    ]
+    sources = {src for opt, src in mounts if opt != "--tmpfs"} - {"/dev/null"}
+    allowed = {str(p) for p in SYSTEM_FOLDERS} | {str(grading), "/tmp/x"}
+    assert sources <= allowed and "/" not in sources
+    assert ("--tmpfs", "/usr") not in mounts and ("--tmpfs", str(PACKAGE)) not in mounts
+    assert mounts.index(("--ro-bind", str(grading))) < mounts.index(
+        ("--tmpfs", str(grading / "exercises"))
+    )
+    assert ("--ro-bind", "/dev/null") in mounts  # /etc/shadow and friends masked
+    assert args[args.index("--uid") + 1] == "65534"
     assert args[-4:] == ["/tmp/x", "/tmp/submission", "--chdir", "/tmp/submission"]

@@ -338,8 +338,15 @@ def _paths_workers_need(exercises: list[Exercise]) -> list[Path]:
     """Read-only folders and files a worker needs, bound back inside hidden folders."""
     import autodiff_lab
 
-    keep = {Path(sys.prefix), Path(sys.base_prefix), Path(autodiff_lab.__file__).parent}
-    keep.update(Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+    package = Path(autodiff_lab.__file__).parent
+    keep = {Path(sys.prefix), Path(sys.base_prefix), package}
+    # A PYTHONPATH entry holding the package (an uninstalled checkout) would show the
+    # whole course folder, .git included: only the package itself is shown then.
+    keep.update(
+        Path(p)
+        for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if p and not package.is_relative_to(Path(os.path.abspath(p)))
+    )
     for exercise in exercises:
         file = runner_spec(exercise)["file"]
         if file and not Path(file).is_relative_to(Path(autodiff_lab.__file__).parent):

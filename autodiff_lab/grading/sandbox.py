@@ -34,8 +34,19 @@ from pathlib import Path
 SCRATCH_IN_SANDBOX = "/tmp/submission"
 # Never hidden, nor any folder holding one of them: the worker's programs and libraries.
 SYSTEM_FOLDERS = tuple(
-    Path(p) for p in ("/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc")
+    Path(p) for p in ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc")
 )
+# Secrets inside the system folders, replaced by empty ones (the worker's uid is mapped to
+# the grader's, so a grader running as root could otherwise read them).
+MASKED = tuple(
+    Path(p)
+    for p in (
+        "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+        "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd",
+    )
+)  # fmt: skip
+SANDBOX_UID = 65534  # "nobody"
+SANDBOX_TMP_MB = 256.0  # the size of the sandbox's /tmp (a RAM tmpfs) when bwrap has --size
 NO_SANDBOX_NOTE = "graded WITHOUT a sandbox (bubblewrap not available): see the README"
 
 
@@ -47,6 +58,7 @@ class Sandbox:
     executable: str | None = None
     reason: str = ""
     hide: tuple[Path, ...] = field(default=())  # extra folders to hide (gradebook, exports)
+    tmp_mb: float = SANDBOX_TMP_MB
 
     @property
     def isolated(self) -> bool:
@@ -68,7 +80,9 @@ class Sandbox:
         """
         if not self.isolated or self.executable is None:
             return argv, scratch
-        return [self.executable, *_bwrap_arguments(scratch, keep, [*hide, *self.hide])] + [
+        size = int(self.tmp_mb * 2**20) if _supports_size(self.executable) else None
+        options = _bwrap_arguments(scratch, keep, [*hide, *self.hide], size)
+        return [self.executable, *options] + [
             "--",
             *argv,
         ], Path(SCRATCH_IN_SANDBOX)
@@ -78,27 +92,62 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _bwrap_arguments(scratch: Path, keep: list[Path], hide: list[Path]) -> list[str]:
-    """bubblewrap's options; mounts apply in order, so later ones cover earlier ones."""
-    args = ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    tmp = Path("/tmp")
-    inner = [p for p in hide if any(_within(p, k) for k in keep)]
-    outer = sorted(
-        {p for p in hide if p not in inner and not any(_within(s, p) for s in SYSTEM_FOLDERS)},
-        key=lambda p: len(p.parts),
-    )
-    hidden = [tmp]
-    for folder in outer:
-        if folder.is_dir() and not any(_within(folder, h) for h in hidden):
-            args += ["--tmpfs", str(folder)]
-            hidden.append(folder)
-    for path in sorted(set(keep), key=lambda p: len(p.parts)):
-        if path.exists() and any(_within(path, h) for h in hidden):
+@functools.lru_cache(maxsize=4)
+def _supports_size(executable: str) -> bool:
+    """True when this bubblewrap has ``--size`` (0.7+): a size-limited ``/tmp``."""
+    try:
+        done = subprocess.run([executable, "--help"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--size" in done.stdout + done.stderr
+
+
+def _bind_or_mask(path: Path, option: str, source: str | None = None) -> list[str]:
+    """``--ro-bind``/``--symlink`` a system path as it is (a link stays a link)."""
+    if path.is_symlink():
+        return ["--symlink", os.readlink(path), str(path)]
+    return [option, source or str(path), str(path)]
+
+
+def _bwrap_arguments(
+    scratch: Path, keep: list[Path], hide: list[Path], tmp_bytes: int | None = None
+) -> list[str]:
+    """bubblewrap's options: an ALLOWLIST of folders, mounted in order (later covers earlier).
+
+    Visible, read-only: the system folders (:data:`SYSTEM_FOLDERS`, minus the secrets in
+    :data:`MASKED`) and ``keep`` (the Python environment, the package, runner files).
+    Inside those, every folder of ``hide`` (the exercise references, ``solutions/``…) is
+    covered by an empty one. Nothing else of the machine exists in the sandbox: not the
+    course folder, its ``.git``, other students' copies, the gradebook, any ``TMPDIR``.
+    The process runs as uid/gid 65534 (nobody) in a user namespace.
+    """
+    args = ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid"]
+    args += [str(SANDBOX_UID), "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    for folder in SYSTEM_FOLDERS:
+        if folder.exists() or folder.is_symlink():
+            args += _bind_or_mask(folder, "--ro-bind")
+    for secret in MASKED:
+        if secret.is_symlink() or not secret.exists():
+            continue
+        args += (
+            ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
+        )
+    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
+    if tmp_bytes is not None:
+        args += ["--size", str(int(tmp_bytes))]
+    args += ["--tmpfs", "/tmp"]
+    shown: list[Path] = [*SYSTEM_FOLDERS]
+    for path in sorted({Path(os.path.abspath(k)) for k in keep}, key=lambda p: len(p.parts)):
+        if path.exists() and not any(_within(path, s) for s in shown):
             args += ["--ro-bind", str(path), str(path)]
-    for folder in sorted(set(inner), key=lambda p: len(p.parts)):
-        if folder.is_dir():
-            args += ["--tmpfs", str(folder)]
+            shown.append(path)
+    for path in sorted({Path(os.path.abspath(h)) for h in hide}, key=lambda p: len(p.parts)):
+        if path == Path("/") or any(_within(s, path) for s in SYSTEM_FOLDERS):
+            continue  # never cover the worker's own programs
+        if any(_within(path, s) for s in shown) and path.exists():
+            args += (
+                ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+            )
     args += ["--bind", str(scratch), SCRATCH_IN_SANDBOX, "--chdir", SCRATCH_IN_SANDBOX]
     return args
 
@@ -107,7 +156,8 @@ def _bwrap_arguments(scratch: Path, keep: list[Path], hide: list[Path]) -> list[
 def _bwrap_works(executable: str) -> str:
     """'' when bubblewrap can start a process here, else why not (e.g. no user namespaces)."""
     scratch = Path(os.environ.get("TMPDIR", "/tmp"))
-    argv = [executable, *_bwrap_arguments(scratch, [], []), "--", sys.executable, "-c", "0"]
+    keep = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable)]
+    argv = [executable, *_bwrap_arguments(scratch, keep, []), "--", sys.executable, "-c", "0"]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
