@@ -8,8 +8,11 @@ kernel sent a new drawing: the caption moves to step 6 and the picture's SVG cha
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
+import time
+import urllib.request
 
 import nbformat
 import pytest
@@ -38,9 +41,26 @@ def dual_mul(x, y):
 check("1.1", dual_mul)"""
 
 
-def run_all(page) -> None:
+def wait_for_kernel(server, path: str, timeout: float = 90) -> None:
+    """Until the server reports an idle kernel for the notebook at ``path``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        url = f"{server.base}/api/sessions?token={server.token}"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            sessions = json.loads(response.read())
+        if any(
+            s.get("path") == path and s.get("kernel", {}).get("execution_state") == "idle"
+            for s in sessions
+        ):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"no idle kernel for {path} within {timeout:g} s")
+
+
+def run_all(page, server, path: str) -> None:
     """Run > Run All Cells once the kernel is ready (a click before that is lost: retry)."""
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    wait_for_kernel(server, path)
     for _attempt in range(4):
         page.locator(".lm-MenuBar-item", has_text="Run").first.click()
         page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
@@ -64,7 +84,7 @@ def test_chapter_02_backward_stepper_in_notebook7(browser_page, jupyter_server, 
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
     expect(page.locator("#main-panel, .jp-NotebookPanel").first).to_be_visible()
     assert page.locator(".jp-LabShell").count() == 0  # Notebook 7's shell, not JupyterLab's
-    run_all(page)
+    run_all(page, jupyter_server, CHAPTER)
     # The chapter's next cell moves the stepper on (stepper.step = 5), so read where it is.
     stepper = (
         page.locator(".jp-OutputArea-output", has=page.locator(".widget-button"))
@@ -107,7 +127,7 @@ def test_progress_table_and_reset_in_notebook7(browser_page, jupyter_server, scr
     nbformat.write(nb, jupyter_server.root / "progress_view.ipynb")
     page = browser_page
     page.goto(jupyter_server.url("progress_view.ipynb", "notebooks"))
-    run_all(page)
+    run_all(page, jupyter_server, "progress_view.ipynb")
     view = page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output")
     reset = view.locator(".widget-button", has_text="reset…")
     expect(reset).to_be_visible(timeout=120_000)
