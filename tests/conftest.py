@@ -16,10 +16,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+# check() records a learner's progress (autodiff_lab.progress): tests never touch the user's
+# own file. (tools/run_pytest.py sets the same for its nbval-only pass, which loads no conftest.)
+os.environ.setdefault("AUTODIFF_LAB_DATA_DIR", tempfile.mkdtemp(prefix="autodiff-lab-test-"))
 
 settings.register_profile(
     "default",

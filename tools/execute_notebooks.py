@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("AUTODIFF_LAB_RENDERER", "wasm")
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
+# The stored outputs show a new learner's progress, never the maintainer's own.
+os.environ["AUTODIFF_LAB_DATA_DIR"] = tempfile.mkdtemp(prefix="autodiff-lab-notebooks-")
 
 
 def execute(path: Path, timeout: int = 600) -> float:
