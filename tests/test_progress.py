@@ -56,6 +56,14 @@ def test_check_keeps_the_best_score_per_exercise(data_dir):
     assert entry["passed"] is True and entry["tried"] is True and entry["checks"] == 3
 
 
+def test_a_demonstration_check_is_not_recorded(data_dir):
+    """The start page runs check("3.1", …, record=False) on a wrong answer to show a hint."""
+    result = check("1.1", wrong_dual_mul, show=False, record=False)
+    assert 0 < result.score < result.max_score
+    assert "1.1" not in load()
+    assert summary()[0].attempted == 0
+
+
 def test_a_stub_is_not_an_attempt(data_dir):
     result = check("1.2", stub, show=False)
     assert result.status == "not attempted"

@@ -100,11 +100,19 @@ def run_answer(run, answer_name: str, answer: Any, inputs: tuple) -> Outcome:
         return Outcome(ERROR, message=short_error(exc, answer_name))
 
 
-def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool = True):
+def check(
+    exercise_id: str,
+    answer: Any,
+    *,
+    seed: int | None = None,
+    show: bool = True,
+    record: bool = True,
+):
     """Check ``answer`` (the function or class you wrote) for exercise ``exercise_id``.
 
     Returns a :class:`CheckResult` (``.score``, ``.max_score``, ``.status``) and, unless
-    ``show=False``, displays it.
+    ``show=False``, displays it. Unless ``record=False`` (a demonstration, as on the start
+    page), the best score is kept in the learner's progress (``autodiff_lab.progress()``).
     """
     exercise_id = str(exercise_id)
     if os.environ.get(GRADING_ENV) == "1":
@@ -125,9 +133,10 @@ def check(exercise_id: str, answer: Any, *, seed: int | None = None, show: bool 
         outcomes = [run_answer(exercise.run, exercise.answer, answer, c.inputs) for c in cases]
     judged = judge_exercise(exercise, cases, outcomes, expected, attempt=_attempts[exercise_id])
     result = CheckResult(**vars(judged))
-    from ..progress import record  # the learner's best score, kept on this computer only
+    if record:
+        from ..progress import record as record_progress  # kept on this computer only
 
-    record(result)
+        record_progress(result)
     return _show(result) if show else result
 
 
