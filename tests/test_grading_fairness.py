@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
 
-from autodiff_lab.grading.gradebook import Gradebook
+from autodiff_lab.grading.gradebook import Gradebook, report_name
 
 SETUP = "import math\nimport numpy as np"
 HTML_NAME = "<img src=x onerror=alert(1)>"
@@ -85,17 +85,17 @@ def test_grading_without_a_sandbox_says_so_everywhere(batch):
         .startswith("WARNING: grading without a sandbox (--sandbox none)")
     )
     assert {r["sandbox"] for r in batch["rows"]} == {"none"}
-    page = (batch["paths"]["report"] / "ann_lee.html").read_text()
+    page = (batch["paths"]["report"] / f"{report_name('ann_lee')}.html").read_text()
     assert "graded WITHOUT a sandbox" in page
 
 
 def test_look_alike_names_get_their_own_reports(batch):
     reports = {p.name for p in batch["paths"]["report"].iterdir()}
-    assert "ann_lee.html" in reports
-    (ann_space,) = [n for n in reports if n.startswith("ann_lee-")]
+    ann_space, ann_underscore = f"{report_name('ann lee')}.html", f"{report_name('ann_lee')}.html"
+    assert {ann_space, ann_underscore} <= reports and ann_space != ann_underscore
     assert "Feedback for ann lee" in (batch["paths"]["report"] / ann_space).read_text()
     assert "16 / 16 points" in (batch["paths"]["report"] / ann_space).read_text()
-    assert "0 / 16 points" in (batch["paths"]["report"] / "ann_lee.html").read_text()
+    assert "0 / 16 points" in (batch["paths"]["report"] / ann_underscore).read_text()
 
 
 def test_html_in_a_file_name_is_shown_as_text(batch):
@@ -130,7 +130,9 @@ def test_one_exercise_in_three_notebooks_counts_once_at_its_best(batch):
 
 def test_the_summary_csv_has_one_row_per_student(batch):
     header, *rows = batch["summary"]
-    assert header == ["student", "total", "maximum", "97_work"]
+    # Columns are named by the course's own exercise notebooks (none for test chapter 97),
+    # never by what students submitted (red team #10).
+    assert header == ["student", "total", "maximum", "chapter 97"]
     table = {row[0]: row[1:] for row in rows}
     assert table["ann lee"] == ["16", "16", "16"]  # every exercise of chapter 97: 6 + 6 + 4
     assert table["triple"] == ["6", "16", "6"]
@@ -139,7 +141,9 @@ def test_the_summary_csv_has_one_row_per_student(batch):
 
 def test_identical_notebooks_get_identical_points_from_one_recorded_seed(batch):
     twins = [rows_of(batch, f"twin{k}")["97.1"]["points"] for k in range(3)]
-    assert len(set(twins)) == 1 and 0 < float(twins[0]) < 6
+    # Never full marks (the x = 0 edge fails); 0 points when all four random x are
+    # negative (1 seed in 16), so only "identical" and "below 6" are asserted.
+    assert len(set(twins)) == 1 and float(twins[0]) < 6
     with sqlite3.connect(batch["paths"]["db"]) as conn:
         seeds = {s for (s,) in conn.execute("SELECT seed FROM submissions")}
     assert len(seeds) == 1
@@ -204,7 +208,10 @@ def test_ctrl_c_keeps_what_is_graded_and_says_how_to_resume(tmp_path):
     assert f"interrupted: 1 of 2 notebooks are graded and saved in {db}" in err
     assert "run the same command again to grade the rest" in err
     with sqlite3.connect(db) as conn:
-        assert conn.execute("SELECT COUNT(*) FROM in_progress").fetchone()[0] == 0
+        # b was running: it stays marked, as graded beside others (alone = 0), so the next
+        # run grades it first and alone, and never blames it for the Ctrl-C.
+        left = conn.execute("SELECT submission, alone FROM in_progress").fetchall()
+        assert [(Path(k).parent.name, alone) for k, alone in left] == [("b", 0)]
         assert [s for (s,) in conn.execute("SELECT student FROM submissions")] == ["a"]
 
 

@@ -41,6 +41,7 @@ from grading_testkit import (
 )
 
 import autodiff_lab
+from autodiff_lab.grading.gradebook import report_name
 
 SETUP = "import math\nimport numpy as np\nfrom autodiff_lab.grading import check"
 TIMEOUT, NOTEBOOK_TIMEOUT = 3.0, 6.0
@@ -419,7 +420,7 @@ def test_a_symbolic_link_is_not_followed(batch):
 
 def test_the_sandbox_is_recorded(batch):
     assert {r["sandbox"] for r in batch["rows"]} == {"bubblewrap"}
-    report = (batch["paths"]["report"] / "alice.md").read_text()
+    report = (batch["paths"]["report"] / f"{report_name('alice')}.md").read_text()
     assert "WITHOUT a sandbox" not in report and "/tmp/" not in report
 
 

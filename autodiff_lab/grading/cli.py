@@ -81,8 +81,14 @@ def register(subparsers) -> None:
     )  # fmt: skip
     grade.add_argument("--regrade", action="store_true", help="grade again what is graded")
     grade.add_argument(
-        "--seed", type=int, help="the cases' seed (default: a secret one per batch, recorded)"
-    )
+        "--seed", type=int,
+        help="the cases' seed (default: a secret one drawn on the first run into this "
+        "gradebook, stored there and reused by every rerun)",
+    )  # fmt: skip
+    grade.add_argument(
+        "--new-seed", action="store_true",
+        help="draw a new secret seed for this gradebook (the old grades keep theirs)",
+    )  # fmt: skip
     grade.add_argument(
         "--exercises-module", action="append", default=[], metavar="PATH",
         help="extra exercise module (.py file defining EXERCISES; each exercise's run "
@@ -142,6 +148,7 @@ def run_grade(args: argparse.Namespace) -> int:
             summary = grade_batch(
                 submissions, book, jobs=args.jobs, regrade=args.regrade, seed=args.seed,
                 settings=settings, progress=False if args.quiet else None,
+                new_seed=args.new_seed,
             )  # fmt: skip
         except ExerciseDefinitionError as exc:
             print(f"grade: {exc}", file=sys.stderr)
@@ -157,13 +164,16 @@ def run_grade(args: argparse.Namespace) -> int:
         if not args.quiet:
             print_table(book, keys)
         for sub in summary.crashed_before:
-            print(f"recorded as crashed (the grader died while grading it alone): {sub.name}")
+            print(
+                "recorded as crashed (the grader died while grading it alone): "
+                + printable(sub.name)
+            )
         print(
             f"graded {len(summary.graded)}, skipped {len(summary.skipped)} already graded "
             f"(--regrade to redo), {len(summary.errors)} grader errors; gradebook: {args.db}"
         )
         for sub, error in summary.errors:
-            print(f"grader error on {sub.name}: {error}", file=sys.stderr)
+            print(f"grader error on {printable(sub.name)}: {printable(error)}", file=sys.stderr)
         if args.out:
             n = book.export_csv(args.out, keys)
             print(f"wrote {n} rows to {args.out}")
@@ -188,4 +198,18 @@ def print_table(book, keys: list[str]) -> None:
             f"{n} {s}" for s, n in sorted(statuses.get(sub["submission"], {}).items())
         )
         points = f"{sub['score']:g}/{sub['max_score']:g}" if sub["status"] == "graded" else ""
-        print(f"{sub['student']:<16} {sub['notebook']:<28} {points:>9}  {counts or sub['status']}")
+        student, notebook = printable(sub["student"]), printable(sub["notebook"])
+        print(f"{student:<16} {notebook:<28} {points:>9}  {counts or sub['status']}")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: control characters (ANSI escapes, carriage returns, bidi
+    overrides) shown as ``\\x1b``-style escapes instead of acting on the terminal."""
+    import unicodedata
+
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
+        else ch
+        for ch in str(text)
+    )

@@ -30,8 +30,9 @@ import datetime as dt
 import hashlib
 import html
 import re
+import secrets
 import sqlite3
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from .grader import SubmissionResult
@@ -51,6 +52,10 @@ CREATE TABLE IF NOT EXISTS submissions (
     notes      TEXT NOT NULL,
     graded_at  TEXT NOT NULL,
     duration_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS settings (   -- the batch seed, drawn once per gradebook
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS in_progress (
     submission TEXT PRIMARY KEY,
@@ -102,6 +107,21 @@ class Gradebook:
 
     def close(self) -> None:
         self.conn.close()
+
+    def batch_seed(self, requested: int | None = None, *, new: bool = False) -> int:
+        """The cases' seed for this gradebook: ``requested``, else (unless ``new``) the one
+        stored by the first run, else a fresh secret one; whichever it is, it is stored, so
+        a rerun (resumed batch, late student) draws the same cases."""
+        row = self.conn.execute("SELECT value FROM settings WHERE name = 'seed'").fetchone()
+        if requested is not None:
+            seed = int(requested)
+        elif row is not None and not new:
+            return int(row["value"])
+        else:
+            seed = secrets.randbits(31)
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO settings VALUES ('seed', ?)", (str(seed),))
+        return seed
 
     def is_graded(self, submission_key: str, sha256: str) -> bool:
         """True when this exact file content was graded already."""
@@ -227,13 +247,13 @@ class Gradebook:
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
         return len(rows)
 
     def export_summary(self, path: str | Path, submissions: list[str] | None = None) -> int:
         """One row per student: ``student,total,maximum,<one column per notebook>``."""
         rows = self.best_rows(submissions)
-        columns = _notebook_columns(rows, self.submission_rows(submissions))
+        columns = _notebook_columns(rows)
         maximum: dict[str, float] = {}
         for row in rows:
             if row["exercise"]:
@@ -248,11 +268,11 @@ class Gradebook:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
-            writer.writerow(["student", "total", "maximum", *columns.values()])
+            writer.writerow(["student", "total", "maximum", *map(csv_cell, columns.values())])
             for student in sorted(table):
                 points = table[student]
                 writer.writerow(
-                    [student, _num(sum(points.values())), _num(sum(maximum.values())),
+                    [csv_cell(student), _num(sum(points.values())), _num(sum(maximum.values())),
                      *(_num(points[c]) for c in columns.values())]
                 )  # fmt: skip
         return len(table)
@@ -277,9 +297,15 @@ class Gradebook:
         for row in self.rows(submissions):
             results[row["submission"]].append(row)
         written = []
+        taken: set[str] = set()  # compared case-insensitively (macOS, Windows disks)
         for student, subs in sorted(by_student.items()):
             render = _markdown_report if fmt == "md" else _html_report
-            path = folder / f"{report_name(student)}.{fmt}"
+            name, digits = report_name(student), 8
+            while name.lower() in taken:  # two hashes alike in 8 digits: use more
+                digits += 8
+                name = report_name(student, digits)
+            taken.add(name.lower())
+            path = folder / f"{name}.{fmt}"
             path.write_text(render(student, subs, results), encoding="utf-8")
             written.append(path)
         return written
@@ -297,42 +323,62 @@ def _chapter(exercise_id: str) -> int:
     return int(exercise_id.split(".")[0])
 
 
-def _notebook_columns(rows: list[dict], subs: list[dict]) -> dict[int, str]:
-    """Chapter -> column name: the course notebook's name most submitted for it, or chNN."""
-    names: dict[int, Counter] = defaultdict(Counter)
-    for sub in subs:
-        stem = Path(sub["notebook"]).stem
-        found = re.match(r"^(\d+)_", stem)
-        if found:
-            names[int(found.group(1))][stem] += 1
+def course_notebook_names() -> dict[int, str]:
+    """Chapter -> the course's own exercise notebook (``exercises/NN_name.ipynb`` beside the
+    package), never a name a student chose."""
+    import autodiff_lab
+
+    folder = Path(autodiff_lab.__file__).parent.parent / "exercises"
+    names: dict[int, str] = {}
+    for nb in sorted(folder.glob("[0-9]*_*.ipynb")) if folder.is_dir() else []:
+        found = re.match(r"^(\d+)_", nb.name)
+        if found and ".new." not in nb.name and ".backup-" not in nb.name:
+            names.setdefault(int(found.group(1)), nb.stem)
+    return names
+
+
+def _notebook_columns(rows: list[dict]) -> dict[int, str]:
+    """Chapter -> column name: the course's exercise notebook for it, else ``chapter NN``."""
+    course = course_notebook_names()
     chapters = sorted({_chapter(r["exercise"]) for r in rows if r["exercise"]})
-    return {
-        ch: names[ch].most_common(1)[0][0] if names[ch] else f"chapter {ch:02d}" for ch in chapters
-    }
+    return {ch: course.get(ch, f"chapter {ch:02d}") for ch in chapters}
 
 
-def report_name(student: str) -> str:
-    """A file name for a student's report, distinct for distinct names."""
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in student).strip(".")
-    if safe and safe == student:
-        return safe
-    return f"{safe or 'student'}-{hashlib.sha256(student.encode()).hexdigest()[:8]}"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """A CSV value a spreadsheet shows as text: one starting like a formula gets a ``'``."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+REPORT_NAME_CHARS = 64
+
+
+def report_name(student: str, digits: int = 8) -> str:
+    """A file name for a student's report: the name made safe (ASCII letters, digits,
+    ``-_.``; at most :data:`REPORT_NAME_CHARS`), then ALWAYS a hash of the exact name, so
+    no folder name can take another student's file ("ann lee" vs "ann_lee" vs a folder
+    named ``ann_lee-<hash>``) and no name is too long for the file system."""
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "_" for ch in student)
+    safe = safe[:REPORT_NAME_CHARS].strip(".") or "student"
+    return f"{safe}-{hashlib.sha256(student.encode('utf-8', 'surrogatepass')).hexdigest()[:digits]}"
 
 
 def _id_key(exercise_id: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 0 for p in exercise_id.split("."))
 
 
-def _md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: no pipes, newlines or raw HTML."""
-    text = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _md_text(text: str) -> str:
-    """Text shown as itself in Markdown: HTML escaped, Markdown's punctuation backslashed."""
+    """Text shown as itself in Markdown: HTML escaped, Markdown's punctuation backslashed
+    (links, emphasis, pipes), ``:`` and ``.`` too, so no URL or ``www.`` becomes a link."""
     text = html.escape(str(text), quote=False).replace("\n", " ")
-    return re.sub(r"([\\`*_{}\[\]()#+!|~-])", r"\\\1", text)
+    return re.sub(r"([\\`*_{}\[\]()#+!|~:.<>-])", r"\\\1", text)
+
+
+_md_cell = _md_text  # inside a table cell: the same (pipes are escaped too)
 
 
 def _headline(sub: dict) -> str:

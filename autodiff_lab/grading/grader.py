@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from . import registry
-from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, BuildError, code_sources, read_notebook
+from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, code_sources, read_notebook
 from .checking import case_seed
 from .plaindata import from_plain, to_plain
 from .sandbox import NO_SANDBOX_NOTE, Sandbox, choose
@@ -58,7 +58,7 @@ from .scoring import (
     judge_exercise,
 )
 from .spec import Case, Exercise
-from .supervise import WorkerRun, run_worker
+from .supervise import MAX_PROCESSES, WorkerRun, run_worker
 
 STUB_RE = re.compile(r"NotImplementedError\(\s*[\"']Exercise (\d+\.\d+):")
 CHAPTER_FILE_RE = re.compile(r"^(\d+)_")
@@ -69,6 +69,10 @@ DEFAULT_NOTEBOOK_TIMEOUT = 600.0
 DEFAULT_MEMORY_MB = 2048.0
 OUTPUT_LIMIT_MB = 64.0
 MAX_COPIED_BYTES = 50 * 2**20  # a student's folder copied into the scratch folder, at most
+MAX_NOTEBOOK_BYTES = 16 * 2**20  # a larger notebook is not graded ("too large to grade")
+MAX_NOTEBOOKS_PER_STUDENT = 20  # more are not graded (the first ones by name are)
+MAX_STUDENT_BYTES = 100 * 2**20  # staged for one student in all (notebooks + their files)
+MAX_NOTES = 20  # notes kept per notebook (the rest are counted)
 
 
 class ExerciseDefinitionError(ValueError):
@@ -136,6 +140,7 @@ class Settings:
     sandbox: Sandbox = field(default_factory=choose)  # bubblewrap when it works here
     hide: list[Path] = field(default_factory=list)
     python: str = sys.executable
+    max_processes: int = MAX_PROCESSES
 
 
 def _now() -> str:
@@ -203,23 +208,59 @@ def stage(submissions: list[Submission], root: Path) -> list[Staged]:
     never followed: it may point at another student's work.
     """
     staged = []
+    count: dict[str, int] = {}
+    budget: dict[str, int] = {}
     for k, sub in enumerate(submissions):
+        count[sub.student] = count.get(sub.student, 0) + 1
+        left = budget.setdefault(sub.student, MAX_STUDENT_BYTES)
         if os.path.islink(sub.path):
             staged.append(Staged(sub, "", None, "the notebook is a symbolic link: not graded"))
             continue
         try:
-            data = Path(sub.path).read_bytes()
+            size = os.lstat(sub.path).st_size
+            if count[sub.student] > MAX_NOTEBOOKS_PER_STUDENT:
+                problem = (
+                    f"not graded: more than {MAX_NOTEBOOKS_PER_STUDENT} notebooks from this "
+                    "student (the first ones by name are graded)"
+                )
+            elif size > MAX_NOTEBOOK_BYTES:
+                problem = (
+                    f"too large to grade ({size / 2**20:.1f} MB; at most {_mb(MAX_NOTEBOOK_BYTES)})"
+                )
+            elif size > left:
+                problem = f"not graded: this student's files exceed {_mb(MAX_STUDENT_BYTES)} in all"
+            else:
+                problem = ""
+            data = b"" if problem else Path(sub.path).read_bytes()
         except OSError as exc:
             staged.append(Staged(sub, "", None, f"the notebook cannot be read ({exc.strerror})"))
+            continue
+        if problem:  # hashed as it streams by: a fixed file is graded on the next run
+            staged.append(Staged(sub, _sha256_of(Path(sub.path)), None, problem))
             continue
         folder = root / f"{k:05d}"
         folder.mkdir()
         (folder / "notebook.ipynb").write_bytes(data)
+        left -= len(data)
         if sub.own_folder:
-            _copy_regular_files(Path(sub.path).parent, folder, MAX_COPIED_BYTES - len(data))
+            cap = min(MAX_COPIED_BYTES - len(data), left)
+            left -= cap - _copy_regular_files(Path(sub.path).parent, folder, cap)
             (folder / Path(sub.path).name).write_bytes(data)
+        budget[sub.student] = left
         staged.append(Staged(sub, hashlib.sha256(data).hexdigest(), folder))
     return staged
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(2**20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 2**20:g} MB"
 
 
 def answered_exercises(nb: dict, file_name: str) -> tuple[list[Exercise], list[str]]:
@@ -245,7 +286,76 @@ def answered_exercises(nb: dict, file_name: str) -> tuple[list[Exercise], list[s
     if INTERNALS_RE.search(text):
         notes.append("the notebook uses the grader's internals (registry or references): read it")
     chosen = sorted((known[i] for i in ids if i in known), key=lambda e: e.sort_key)
+    notes += library_calls(code_sources(nb), chosen)
     return chosen, notes
+
+
+def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
+    """Notes for answers whose body calls a FUNCTION of the course library (``autodiff_lab``).
+
+    Decision (README, "Exercises and grades"): calling the library's own function
+    (``ops.sum_to`` for 4.1, ``functional.hvp`` for 6.3…) is NOT refused — the grader
+    checks answers, and later exercises build on the library — but the report names what
+    was called, for the lecturer to judge. Classes (``Tensor``, ``Value``) are not noted.
+    """
+    import ast
+    import importlib
+    import inspect
+
+    def resolve(module: str, name: str | None = None) -> Any:
+        try:
+            found: Any = importlib.import_module(module)
+            return getattr(found, name) if name else found
+        except Exception:
+            return None
+
+    imported: dict[str, Any] = {}
+    functions: dict[str, ast.AST] = {}
+    for source in cells:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autodiff_lab"):
+                for alias in node.names:
+                    obj = resolve(f"{node.module}.{alias.name}") or resolve(
+                        node.module or "", alias.name
+                    )
+                    imported[alias.asname or alias.name] = obj
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("autodiff_lab"):
+                        local = alias.asname or alias.name.split(".")[0]
+                        imported[local] = resolve(alias.name if alias.asname else local)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions[node.name] = node
+    notes = []
+    for exercise in exercises:
+        body = functions.get(exercise.answer)
+        if body is None:
+            continue
+        used = set()
+        for node in ast.walk(body):
+            chain: list[str] = []
+            while isinstance(node, ast.Attribute):
+                chain.insert(0, node.attr)
+                node = node.value
+            if not isinstance(node, ast.Name) or node.id not in imported:
+                continue
+            obj, path = imported[node.id], [node.id]
+            for attr in chain:
+                if inspect.isfunction(obj) or obj is None:
+                    break
+                obj, path = getattr(obj, attr, None), [*path, attr]
+            if inspect.isfunction(obj) and not obj.__module__.startswith("autodiff_lab.grading"):
+                used.add(".".join(path))
+        if used:
+            notes.append(
+                f"exercise {exercise.id}: `{exercise.answer}` calls the library's own "
+                f"{', '.join(sorted(used))} (allowed; check that it does what the exercise asked)"
+            )
+    return notes
 
 
 def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
@@ -297,10 +407,11 @@ def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
         return without(Status.UNREADABLE, staged.problem)
     try:
         nb = read_notebook(staged.folder / "notebook.ipynb")
-    except BuildError:  # not JSON, nbformat 3, …: say so without the grader's paths
+        exercises, notes = answered_exercises(nb, Path(sub.path).name)
+        cells = code_sources(nb)
+    except Exception:  # not JSON, nbformat 3, nested 100 000 deep…: unreadable, never a crash
         why = _why_unreadable(staged.folder / "notebook.ipynb")
         return without(Status.UNREADABLE, f"could not read the notebook: {why}")
-    exercises, notes = answered_exercises(nb, Path(sub.path).name)
     if not exercises:
         return without(Status.NO_EXERCISES, "no exercises found in this notebook")
     cases, expected = {}, {}
@@ -309,7 +420,7 @@ def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
         expected[exercise.id] = [
             exercise.reference(copy.deepcopy(c.inputs)) for c in cases[exercise.id]
         ]
-    return Plan(code_sources(nb), exercises, cases, expected, notes)
+    return Plan(cells, exercises, cases, expected, notes)
 
 
 def _why_unreadable(path: Path) -> str:
@@ -322,6 +433,10 @@ def _why_unreadable(path: Path) -> str:
         return "it is not text (UTF-8)"
     except json.JSONDecodeError as exc:
         return f"it is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+    except RecursionError:
+        return "it is nested too deeply to be a notebook"
+    except Exception as exc:
+        return f"it cannot be read ({type(exc).__name__})"
     version = nb.get("nbformat") if isinstance(nb, dict) else None
     if version != 4:
         return (
@@ -374,6 +489,19 @@ class _Progress:
     outcomes: dict[str, list[Outcome | None]]
     missing: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    noted: set[str] = field(default_factory=set)
+    dropped_notes: int = 0
+
+    def note(self, text: str) -> None:
+        """Add a note once; past :data:`MAX_NOTES` only count it (a flood stays cheap)."""
+        if text in self.noted:
+            return
+        if len(self.notes) >= MAX_NOTES:
+            self.dropped_notes += 1
+            return
+        self.noted.add(text)
+        self.notes.append(text)
+
     exercise_notes: dict[str, str] = field(default_factory=dict)
     killed_cells: dict[int, tuple[str, str]] = field(default_factory=dict)
     interrupted_cells: set[int] = field(default_factory=set)
@@ -417,6 +545,7 @@ def run_isolated(
         run = run_worker(
             request, sandbox=settings.sandbox, scratch=scratch, keep=keep, hide=hide,
             timeout=timeout, deadline=deadline, stop=stop, python=settings.python,
+            max_processes=settings.max_processes, memory_mb=settings.memory_mb,
         )  # fmt: skip
         shutil.rmtree(scratch, ignore_errors=True)
         done = _absorb(run.events, plan, progress, timeout)
@@ -440,21 +569,24 @@ def _after_a_stopped_run(
             if run.stopped_for == "deadline"
             else "grading was stopped (Ctrl-C) while this notebook ran"
         )
-        progress.notes.append(what)
+        progress.note(what)
         for i in remaining:
             _fill(progress.outcomes[i], Outcome(TIMEOUT, message=what))
             progress.exercise_notes.setdefault(i, what[0].upper() + what[1:] + ".")
         return False
     kind = TIMEOUT if run.stopped_for == "timeout" else CRASH
-    what = (
-        f"did not finish within {settings.timeout:g} s"
-        if kind == TIMEOUT
-        else f"ended the notebook's process, which {run.exit_description}"
-    )
+    what = {
+        "timeout": f"did not finish within {settings.timeout:g} s",
+        "processes": f"started more than {settings.max_processes} processes and was stopped",
+        "memory": (
+            f"used more than {settings.memory_mb:g} MB in all its processes together "
+            "and was stopped"
+        ),
+    }.get(run.stopped_for or "", f"ended the notebook's process, which {run.exit_description}")
     stage, where = run.phase
     if stage == "cell" and isinstance(where, int) and where not in progress.killed_cells:
         progress.killed_cells[where] = (kind, f"code cell {where + 1} {what}")
-        progress.notes.append(f"code cell {where + 1} {what}; it was skipped on a rerun")
+        progress.note(f"code cell {where + 1} {what}; it was skipped on a rerun")
         return True
     if stage == "exercise" and where in remaining:
         outcomes = progress.outcomes[where]
@@ -467,10 +599,11 @@ def _after_a_stopped_run(
         remaining.remove(where)
         return True
     # Died before any cell, or between steps: nothing to skip, nothing to retry.
-    reason = f"the notebook's process {run.exit_description if kind == CRASH else what}"
+    plain_crash = kind == CRASH and run.stopped_for is None
+    reason = f"the notebook's process {run.exit_description if plain_crash else what}"
     if stage == "startup" and run.output_tail.strip():
         reason += f" while starting: {_scrub(run.output_tail.strip().splitlines()[-1])[:200]}"
-    progress.notes.append(reason)
+    progress.note(reason)
     for i in remaining:
         _fill(progress.outcomes[i], Outcome(kind, message=what))
         progress.exercise_notes[i] = reason[0].upper() + reason[1:] + "."
@@ -511,7 +644,7 @@ def _absorb(events: list[dict], plan: Plan, progress: _Progress, timeout: float)
     for event in events:
         kind, ex_id, index = event.get("event"), event.get("id"), event.get("index")
         if kind == "cell_done":
-            _note_cell(event, progress, timeout)
+            _note_cell(event, progress, timeout, len(plan.cells))
             continue
         if not isinstance(ex_id, str) or ex_id not in progress.outcomes:
             continue
@@ -528,17 +661,16 @@ def _absorb(events: list[dict], plan: Plan, progress: _Progress, timeout: float)
     return done
 
 
-def _note_cell(event: dict, progress: _Progress, timeout: float) -> None:
+def _note_cell(event: dict, progress: _Progress, timeout: float, cells: int) -> None:
     index, error = event.get("index"), event.get("error")
-    if type(index) is not int or not error:
+    if type(index) is not int or not error or not 0 <= index < cells:
         return
     if event.get("interrupted") is True:
         progress.interrupted_cells.add(index)
         note = f"code cell {index + 1} did not finish within {timeout:g} s; it was interrupted"
     else:
         note = f"code cell {index + 1} raised {_scrub(str(error))[:200]}"
-    if note not in progress.notes:
-        progress.notes.append(note)
+    progress.note(note)
 
 
 def _decode_outcome(event: dict) -> Outcome:
@@ -607,6 +739,8 @@ def grade_staged(
     progress = run_isolated(plan, staged.folder, settings, keep, hide, stop)
     results = judge(plan, progress, settings.timeout)
     notes = plan.notes + progress.notes
+    if progress.dropped_notes:
+        notes.append(f"... and {progress.dropped_notes} more notes like these (not shown)")
     if not settings.sandbox.isolated:
         notes.append(NO_SANDBOX_NOTE)
     return SubmissionResult(
@@ -652,16 +786,22 @@ def grade_batch(
     settings: Settings | None = None,
     progress: bool | None = None,
     on_graded: Callable[[SubmissionResult], None] | None = None,
+    new_seed: bool = False,
 ) -> BatchSummary:
     """Grade many notebooks, ``jobs`` at a time, recording each in ``gradebook`` as it ends.
 
-    One secret seed per batch (``secrets``; recorded with every submission) gives every
-    student the same cases. Each job is a thread supervising one worker process; every
-    gradebook write happens in this thread. A submission left "in progress" by a grader
-    that died while it ran alone is recorded as crashed; one that ran beside others is
-    first tried again alone, so only the one that kills the grader is blamed. Ctrl-C
-    stops the workers, keeps what is recorded, clears the "in progress" marks of the
-    rest and raises ``KeyboardInterrupt``.
+    One secret seed (``secrets``) gives every student the same cases: drawn on the first run
+    into a gradebook and stored there, reused by every rerun (a resumed batch, a late
+    student), replaced only by ``seed`` or ``new_seed``. Each job is a thread supervising
+    one worker process; every gradebook write happens in this thread. A submission left "in
+    progress" by a grader that died while it ran alone is recorded as crashed; one that ran
+    beside others is first tried again alone, so only the one that kills the grader is
+    blamed. Ctrl-C stops the workers without waiting for their threads, keeps what is
+    recorded, leaves the notebooks that were running marked "in progress" as graded beside
+    others (the next run grades them first, alone, so a notebook that stalled the batch
+    cannot stall it again), clears the other marks and raises ``KeyboardInterrupt``. A
+    notebook that timed out while others ran beside it is graded again alone at the end (a
+    neighbour may have taken its CPU), and that grade is kept.
     """
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -669,7 +809,7 @@ def grade_batch(
 
     settings = settings or Settings()
     registry.all_exercises()  # import every exercise module once, before any thread starts
-    seed = secrets.randbits(31) if seed is None else int(seed)
+    seed = gradebook.batch_seed(seed, new=new_seed)
     root = Path(tempfile.mkdtemp(prefix="autodiff-lab-grade-"))
     summary = BatchSummary(submissions, [], [], [], seed)
     stop = threading.Event()
@@ -697,26 +837,33 @@ def grade_batch(
         disable = None if progress is None else not progress
         bar = tqdm(total=len(first) + len(rest), desc="grading", unit="notebook", disable=disable)
         pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)))
+        again: list[Staged] = []
+        running: dict = {}
         try:
-            for queue, width in ((first, 1), (rest, max(1, int(jobs)))):
-                running: dict = {}
-                queue = list(queue)
+            for phase, (items, width) in enumerate(((first, 1), (rest, jobs), (again, 1))):
+                queue, width = list(items), max(1, int(width))
                 while queue or running:
                     while queue and len(running) < width:
                         st = queue.pop(0)
                         gradebook.mark_in_progress(st.submission.key, st.sha256, alone=width == 1)
                         future = pool.submit(grade_staged, st, seed, settings, (keep, hide), stop)
-                        running[future] = st
+                        running[future] = (st, width)
                     finished, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
                     for future in finished:
-                        st = running.pop(future)
-                        bar.update(1)
+                        st, ran_with = running.pop(future)
                         try:
                             result = future.result()
                         except Exception as exc:  # a grader bug or a broken exercise: report
                             gradebook.clear_in_progress(st.submission.key)
                             summary.errors.append((st.submission, f"{type(exc).__name__}: {exc}"))
+                            bar.update(1)
                             continue
+                        if ran_with > 1 and _timed_out(result) and phase < 2:
+                            again.append(st)  # kept in progress: graded again alone below
+                            continue
+                        if phase == 2:
+                            result.notes.append(RERUN_ALONE_NOTE)
+                        bar.update(1)
                         gradebook.record(result)
                         summary.graded.append(result)
                         if on_graded is not None:
@@ -724,17 +871,34 @@ def grade_batch(
         except KeyboardInterrupt:
             stop.set()
             summary.interrupted = True
+            stalled = {id(st) for st, _ in running.values()}
             for st in [*first, *rest]:
-                if not gradebook.is_graded(st.submission.key, st.sha256):
+                if gradebook.is_graded(st.submission.key, st.sha256):
+                    continue
+                if id(st) in stalled:  # next run: first, alone (never blamed for a Ctrl-C)
+                    gradebook.mark_in_progress(st.submission.key, st.sha256, alone=False)
+                else:
                     gradebook.clear_in_progress(st.submission.key)
             raise
         finally:
             stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not summary.interrupted, cancel_futures=True)
             bar.close()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return summary
+
+
+RERUN_ALONE_NOTE = (
+    "a part of this notebook timed out while other notebooks were graded beside it; it "
+    "was graded again alone and this is that grade"
+)
+
+
+def _timed_out(result: SubmissionResult) -> bool:
+    return any(str(e.status) == str(Status.TIMED_OUT) for e in result.exercises) or any(
+        "did not finish within" in n for n in result.notes
+    )
 
 
 def _grader_died_on(staged: Staged, seed: int, settings: Settings) -> SubmissionResult:

@@ -38,8 +38,11 @@ from .sandbox import Sandbox
 TOKEN_ENV = "AUTODIFF_LAB_GRADING_TOKEN"
 STARTUP_TIMEOUT = 60.0  # importing numpy + IPython on a busy machine; not the student's time
 INTERRUPT_GRACE = 2.0  # seconds a cell gets to stop after its alarm before the process is killed
-MAX_EVENT_LOG_BYTES = 128 * 2**20
+MAX_EVENT_LOG_BYTES = 64 * 2**20  # read at most this much of a worker's events (its file cap)
+MAX_LINE_BYTES = 17 * 2**20  # one event line: an answer is refused above 16 MB
 POLL_SECONDS = 0.02
+WATCH_SECONDS = 0.25  # how often the worker's processes are counted and measured
+MAX_PROCESSES = 64  # processes one worker may have at once (all its descendants)
 OUTPUT_TAIL_BYTES = 1500
 WORKER_MODULE = "autodiff_lab.grading.worker"
 
@@ -50,19 +53,57 @@ class WorkerRun:
 
     events: list[dict]
     finished: bool
-    stopped_for: str | None  # "timeout", "deadline" (the notebook's total), "stopped", None
+    stopped_for: str | None  # "timeout", "deadline", "stopped", "processes", "memory", None
     phase: tuple[str, Any]  # ("startup"|"cell"|"exercise"|"between", index or id)
     exit_description: str
     output_tail: str
 
 
 class EventReader:
-    """Reads the JSON-lines events as the file grows; ignores malformed lines."""
+    """Reads the JSON-lines events as the file grows, keeping only events that can matter.
 
-    def __init__(self, fd: int) -> None:
+    The file is the student's process's to write, so it may hold anything: malformed
+    lines, unknown kinds, cells or exercises that do not exist, the same event a million
+    times. Kept: known kinds naming a real cell (``0 <= index < cells``) or a requested
+    exercise (and case), each distinct (kind, id, index) once, the first. So what the
+    grader holds is bounded by the notebook's size, never by what the process wrote; at
+    most :data:`MAX_EVENT_LOG_BYTES` are read at all.
+    """
+
+    def __init__(self, fd: int, cells: int = 0, cases: dict[str, int] | None = None) -> None:
         self.fd = fd
         self.consumed = 0
         self.partial = b""
+        self.cells = cells
+        self.cases = cases or {}
+        self.seen: set[tuple] = set()
+
+    def _keep(self, event: Any) -> bool:
+        if not isinstance(event, dict):
+            return False
+        kind, ex_id, index = event.get("event"), event.get("id"), event.get("index")
+        if kind in ("started", "ready", "finished"):
+            key: tuple = (kind,)
+        elif kind in ("cell", "cell_done"):
+            if type(index) is not int or not 0 <= index < self.cells:
+                return False
+            key = (kind, index)
+        elif kind in ("exercise", "exercise_done", "answer_missing"):
+            if not isinstance(ex_id, str) or ex_id not in self.cases:
+                return False
+            key = (kind, ex_id)
+        elif kind == "case":
+            if not isinstance(ex_id, str) or ex_id not in self.cases:
+                return False
+            if type(index) is not int or not 0 <= index < self.cases[ex_id]:
+                return False
+            key = (kind, ex_id, index)
+        else:
+            return False
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
 
     def read_new(self) -> list[dict]:
         events = []
@@ -75,12 +116,14 @@ class EventReader:
             self.consumed += len(chunk)
             lines = (self.partial + chunk).split(b"\n")
             self.partial = lines.pop()
+            if len(self.partial) > MAX_LINE_BYTES:  # a line longer than any answer: drop it
+                self.partial = b""
             for line in lines:
                 try:
                     event = json.loads(line)
                 except (ValueError, RecursionError):
                     continue
-                if isinstance(event, dict) and isinstance(event.get("event"), str):
+                if self._keep(event):
                     events.append(event)
         return events
 
@@ -162,6 +205,72 @@ def processes_with_token(token: str) -> list[int]:
     return pids
 
 
+def _pid_namespace(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+class ProcessWatch:
+    """The processes of one worker, counted and measured (Linux ``/proc``).
+
+    In the sandbox: every process in the worker's PID namespace (a new session or a
+    cleared environment does not leave it). Without: every process carrying the run's
+    token. Their number and their summed resident memory are what the limits apply to
+    (``RLIMIT_NPROC`` cannot: it counts every process of the grader's user, and none for
+    root).
+    """
+
+    def __init__(self, proc: subprocess.Popen, token: str, sandboxed: bool) -> None:
+        self.proc, self.token, self.sandboxed = proc, token, sandboxed
+        self.namespace = ""
+
+    def pids(self) -> list[int]:
+        if not Path("/proc").is_dir():
+            return []
+        if not self.sandboxed:
+            return [self.proc.pid, *processes_with_token(self.token)]
+        if not self.namespace:
+            inner = _children(self.proc.pid)
+            self.namespace = _pid_namespace(inner[0]) if inner else ""
+            if not self.namespace or self.namespace == _pid_namespace(os.getpid()):
+                self.namespace = ""
+                return []
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and _pid_namespace(int(entry.name)) == self.namespace:
+                pids.append(int(entry.name))
+        return pids
+
+    def over_limit(self, max_processes: int, memory_mb: float) -> str | None:
+        """``"processes"`` or ``"memory"`` when a limit is passed, else None."""
+        pids = self.pids()
+        if len(pids) > max_processes:
+            return "processes"
+        page = os.sysconf("SC_PAGE_SIZE")
+        rss = 0
+        for pid in pids:
+            try:
+                rss += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+            except (OSError, ValueError, IndexError):
+                continue
+        return "memory" if rss > memory_mb * 2**20 else None
+
+
 def describe_exit(returncode: int | None) -> str:
     """``"exited with code 1"``, ``"was killed by SIGKILL"``…"""
     if returncode is None:
@@ -186,6 +295,8 @@ def run_worker(
     deadline: float,
     stop: threading.Event | None = None,
     python: str = sys.executable,
+    max_processes: int = MAX_PROCESSES,
+    memory_mb: float = float("inf"),
 ) -> WorkerRun:
     """Start one worker on ``request`` and supervise it until it finishes or is stopped.
 
@@ -195,7 +306,8 @@ def run_worker(
     request_fd = _unnamed_file(json.dumps(request).encode())
     events_fd = _unnamed_file(append=True)
     output_fd = _unnamed_file(append=True)
-    reader = EventReader(events_fd)
+    cases = {e["id"]: len(e["cases"]) for e in request.get("exercises", [])}
+    reader = EventReader(events_fd, len(request.get("cells", [])), cases)
     token = secrets.token_hex(16)
     argv = [python, "-P", "-s", "-m", WORKER_MODULE, str(request_fd), str(events_fd)]
     argv, cwd = sandbox.command(argv, scratch=scratch, keep=keep, hide=hide)
@@ -213,6 +325,8 @@ def run_worker(
     phase_started = time.monotonic()
     finished = False
     stopped_for = None
+    watch = ProcessWatch(proc, token, sandbox.isolated)
+    next_watch = time.monotonic() + WATCH_SECONDS
     try:
         while True:
             exited = proc.poll() is not None
@@ -241,6 +355,11 @@ def run_worker(
             if now - phase_started > limit.get(phase[0], timeout):
                 stopped_for = "timeout"
                 break
+            if now > next_watch:
+                next_watch = now + WATCH_SECONDS
+                stopped_for = watch.over_limit(max_processes, memory_mb)
+                if stopped_for:
+                    break
             time.sleep(POLL_SECONDS)
     finally:
         kill_everything(proc, token)
