@@ -13,6 +13,10 @@ from grading_testkit_runs import scalar_run, vector_run
 from autodiff_lab.grading.spec import Case, Exercise, Mistake
 
 
+# Level and time estimate, when this version of the spec asks for them.
+LEVEL = {"level": "easy", "minutes": 5} if "level" in Exercise.__dataclass_fields__ else {}
+
+
 def _scalar_cases(rng):
     cases = [Case(f"random x = {x:.4f}", (round(float(x), 4),)) for x in rng.uniform(-3, 3, 4)]
     return cases + [Case("edge: x = 0", (0.0,), points=2.0)]
@@ -45,6 +49,7 @@ EXERCISES = [
             "NUDGE-2: it is a trig function.",
             "NUDGE-3: cos.",
         ),
+        **LEVEL,
     ),
     Exercise(
         id="97.2",
@@ -54,6 +59,7 @@ EXERCISES = [
         cases=_scalar_cases,
         run=scalar_run,
         reference=lambda inputs: inputs[0] ** 2,
+        **LEVEL,
     ),
     Exercise(
         id="97.3",
@@ -63,5 +69,6 @@ EXERCISES = [
         cases=_vector_cases,
         run=vector_run,
         reference=lambda inputs: inputs[1] * np.asarray(inputs[0], dtype=float),
+        **LEVEL,
     ),
 ]

@@ -11,8 +11,11 @@ exercises whose ``run`` would bring references into the worker.
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
+import re
 import signal
 import sqlite3
 import subprocess
@@ -25,6 +28,7 @@ import pytest
 from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
 
 from autodiff_lab.grading.gradebook import Gradebook, report_name
+from autodiff_lab.grading.grader import RERUN_ALONE_NOTE
 
 SETUP = "import math\nimport numpy as np"
 HTML_NAME = "<img src=x onerror=alert(1)>"
@@ -346,3 +350,221 @@ def test_a_process_that_dies_between_steps_gets_one_clear_sentence():
     )
     assert progress.notes == ["the notebook's process was killed by SIGKILL"]
     assert progress.exercise_notes["97.2"] == "The notebook's process was killed by SIGKILL."
+
+
+# --- the second red team: hostile names, floods, caps, forks, reruns ---------------------
+
+LONG_NAME = "x" * 250
+FORMULA = '=HYPERLINK("evil.example","click")'
+ANSI = "\x1b[2J\x1b[31mgrade 100"
+PHISH = "[Your grade was corrected: sign here](https://evil.example/login)"
+RED_TEAM_TIMEOUT = 1.0
+
+
+def flood_cells() -> list[str]:
+    """Honest answers, then 100 000 cell_done events for cells that do not exist, 2 000
+    distinct errors for a real cell, and 16 MB of junk kinds into its own channel."""
+    flood = """
+import gc, json, os
+fd = next(o.fd for o in gc.get_objects() if type(o).__name__ == "Events")
+fake = "".join(json.dumps({"event": "cell_done", "index": 1000 + k, "error": f"E{k}"}) + "\\n"
+               for k in range(100_000))
+os.write(fd, fake.encode())
+real = "".join(json.dumps({"event": "cell_done", "index": 0, "error": f"R{k}"}) + "\\n"
+               for k in range(2_000))
+os.write(fd, real.encode())
+junk = (json.dumps({"event": "junk", "blob": "j" * 4000}) + "\\n").encode()
+for _ in range(4_000):
+    os.write(fd, junk)
+for k in range(200):
+    print(f"error line {k}")
+    try:
+        raise ValueError(f"distinct failure {k}")
+    except ValueError:
+        pass
+"""
+    noisy = [f"raise ValueError('noisy cell {k}')" for k in range(30)]
+    return [*CORRECT.values(), flood, *noisy]
+
+
+@pytest.fixture(scope="module")
+def red_batch(tmp_path_factory):
+    """One batch (-j 2, no sandbox, tiny caps) of the red team's second round."""
+    from autodiff_lab.grading import grader
+
+    load_test_exercises()
+    root = tmp_path_factory.mktemp("redteam")
+    subs = root / "submissions"
+    honest = [SETUP, *CORRECT.values()]
+    write_notebook(subs / "ann lee" / "97_work.ipynb", honest)
+    write_notebook(subs / report_name("ann lee") / "97_work.ipynb", [SETUP])  # #7
+    write_notebook(subs / "Ann" / "97_work.ipynb", honest)  # #7, case-insensitive disks
+    write_notebook(subs / "ann" / "97_work.ipynb", [SETUP])
+    write_notebook(subs / LONG_NAME / "97_work.ipynb", honest)  # #8
+    write_notebook(subs / FORMULA / "97_work.ipynb", [SETUP])  # #9
+    for k in range(3):  # #10
+        write_notebook(subs / "mallory" / f"c{k}" / "02_IGNORE_THIS_COLUMN.ipynb", [SETUP])
+    write_notebook(subs / ANSI / "97_work.ipynb", [SETUP])  # #11
+    write_notebook(subs / "phisher" / "97_work.ipynb", [f"raise RuntimeError({PHISH!r})"])  # #12
+    (subs / "deep").mkdir()
+    (subs / "deep" / "97_work.ipynb").write_text("[" * 40_000)  # #14
+    write_notebook(subs / "huge" / "97_work.ipynb", ["# " + "h" * 60_000])  # #15
+    for k in range(3):  # #16: a third notebook is over the cap of 2
+        write_notebook(subs / "many" / f"notes_{k}.ipynb", ["1 + 1"])
+    write_notebook(subs / "flood" / "97_work.ipynb", flood_cells())  # #4, #15
+    marker = root / "slowpoke-ran-once"
+    slow = f"import os, time\nif not os.path.exists({str(marker)!r}):\n"
+    slow += f"    open({str(marker)!r}, 'w').close()\n    time.sleep(30)"
+    write_notebook(subs / "slowpoke" / "97_work.ipynb", [slow, *CORRECT.values()])  # #5
+    forky = "import subprocess, time\nkids = [subprocess.Popen(['sleep', '20']) for _ in range(12)]"
+    forky += "\ntime.sleep(5)"
+    write_notebook(subs / "forky" / "97_work.ipynb", [CORRECT["dsin"], forky])  # #6
+    fat = (
+        "import subprocess, sys, time\ncode = 'import numpy as np; a = np.ones(40_000_000);"
+        " import time; time.sleep(20)'\nkids = [subprocess.Popen([sys.executable, '-c', code])"
+        " for _ in range(3)]\ntime.sleep(8)"
+    )
+    write_notebook(subs / "fat" / "97_work.ipynb", [CORRECT["square"], fat])  # #6
+    paths = {k: root / v for k, v in [("db", "book.sqlite"), ("csv", "grades.csv"),
+                                      ("summary", "totals.csv"), ("report", "reports")]}  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grader, "MAX_NOTEBOOK_BYTES", 50_000)
+        mp.setattr(grader, "MAX_NOTEBOOKS_PER_STUDENT", 2)
+        mp.setattr(grader, "MAX_NOTES", 5)
+        buffer = io.StringIO()
+        start = time.monotonic()
+        with contextlib.redirect_stdout(buffer):
+            rc = run_cli(
+                ["grade", str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]),
+                 "--summary", str(paths["summary"]), "--report", str(paths["report"]),
+                 "-j", "2", "--timeout", str(RED_TEAM_TIMEOUT), "--notebook-timeout", "20",
+                 "--memory", "900", "--max-processes", "8", "--sandbox", "none",
+                 "--exercises-module", EXERCISES_MODULE]
+            )  # fmt: skip
+        elapsed = time.monotonic() - start
+    assert rc == 0
+    with open(paths["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(paths["summary"], newline="") as f:
+        summary = list(csv.reader(f))
+    with sqlite3.connect(paths["db"]) as conn:
+        notes = dict(conn.execute("SELECT notebook, notes FROM submissions"))
+        statuses = dict(conn.execute("SELECT notebook, status FROM submissions"))
+    return {"rows": rows, "summary": summary, "paths": paths, "subs": subs, "notes": notes,
+            "statuses": statuses, "out": buffer.getvalue(), "elapsed": elapsed}  # fmt: skip
+
+
+def red_rows(red_batch, student):
+    return {r["exercise"]: r for r in red_batch["rows"] if r["student"] == student}
+
+
+def test_a_folder_named_like_a_hashed_name_or_in_another_case_takes_no_report(red_batch):
+    folder = red_batch["paths"]["report"]
+    names = [p.name for p in folder.iterdir()]
+    assert len({n.lower() for n in names}) == len(names) == len(red_batch["summary"]) - 1
+    for student, headline in (("ann lee", "16 / 16"), ("Ann", "16 / 16"), ("ann", "0 / 16")):
+        page = (folder / f"{report_name(student)}.md").read_text()
+        assert f"# Feedback for {student}" in page and f"{headline} points" in page
+
+
+def test_a_250_character_name_gets_its_report_and_every_later_student_too(red_batch):
+    long_report = red_batch["paths"]["report"] / f"{report_name(LONG_NAME)}.md"
+    assert len(long_report.name) <= 64 + 9 + 3 and "16 / 16 points" in long_report.read_text()
+    assert (red_batch["paths"]["report"] / f"{report_name('slowpoke')}.md").exists()
+
+
+def test_formula_like_names_are_text_in_every_csv(red_batch):
+    assert {r["student"] for r in red_batch["rows"]} >= {"'" + FORMULA}
+    assert ["'" + FORMULA] == [r[0] for r in red_batch["summary"] if "HYPERLINK" in r[0]]
+    assert not any(
+        cell.startswith(("=", "+", "@", "\t", "\r"))
+        for path in ("csv", "summary")
+        for line in csv.reader(red_batch["paths"][path].read_text().splitlines())
+        for cell in line
+    )
+
+
+def test_summary_columns_come_from_the_course_not_from_submissions(red_batch):
+    header = red_batch["summary"][0]
+    assert "02_reverse_mode" in header and not any("IGNORE" in h for h in header)
+
+
+def test_control_characters_are_escaped_in_the_terminal(red_batch):
+    assert "\x1b" not in red_batch["out"]
+    assert "\\x1b[2J\\x1b[31mgrade 100" in red_batch["out"]
+
+
+def test_a_link_in_an_exception_message_is_not_a_link_in_the_report(red_batch):
+    from markdown_it import MarkdownIt
+
+    text = (red_batch["paths"]["report"] / f"{report_name('phisher')}.md").read_text()
+    assert "Your grade was corrected" in text
+    assert "](https" not in text and "https://" not in text
+    assert "<a " not in MarkdownIt("commonmark").render(text)
+
+
+def test_a_notebook_nested_too_deeply_is_unreadable_and_still_listed(red_batch):
+    (row,) = red_rows(red_batch, "deep").values()
+    assert row["status"] == "unreadable" and "nested too deeply" in row["feedback"]
+    assert "deep" in [r[0] for r in red_batch["summary"]]
+
+
+def test_too_large_and_too_many_notebooks_get_a_clear_status(red_batch):
+    (huge,) = red_rows(red_batch, "huge").values()
+    assert huge["status"] == "unreadable" and huge["feedback"].startswith("too large to grade (")
+    many = {k: v for k, v in red_batch["notes"].items() if k.startswith("many/")}
+    assert many["many/notes_2.ipynb"].startswith("not graded: more than 2 notebooks")
+    assert red_batch["statuses"]["many/notes_0.ipynb"] == "no exercises"
+
+
+def test_an_event_flood_neither_stalls_the_batch_nor_floods_the_notes(red_batch):
+    flood = red_rows(red_batch, "flood")
+    assert {e: r["status"] for e, r in flood.items()} == dict.fromkeys(
+        ("97.1", "97.2", "97.3"), "passed"
+    )
+    lines = red_batch["notes"]["flood/97_work.ipynb"].splitlines()
+    # 5 kept (the cap), then how many more, then "graded WITHOUT a sandbox"
+    assert len(lines) == 7 and lines[5].startswith("... and "), lines
+    assert not any(re.search(r"raised [ER]\d", line) for line in lines), lines  # none forged
+
+
+def test_a_notebook_that_timed_out_beside_others_is_graded_again_alone(red_batch):
+    slow = red_rows(red_batch, "slowpoke")
+    assert {r["status"] for r in slow.values()} == {"passed"}
+    assert RERUN_ALONE_NOTE in red_batch["notes"]["slowpoke/97_work.ipynb"]
+
+
+def test_process_count_and_summed_memory_are_limited(red_batch):
+    assert red_rows(red_batch, "forky")["97.1"]["status"] == "passed"
+    assert (
+        "code cell 2 started more than 8 processes and was stopped"
+        in (red_batch["notes"]["forky/97_work.ipynb"])
+    )
+    assert red_rows(red_batch, "fat")["97.2"]["status"] == "passed"
+    assert (
+        "code cell 2 used more than 900 MB in all its processes together"
+        in (red_batch["notes"]["fat/97_work.ipynb"])
+    )
+    assert red_batch["elapsed"] < 60
+
+
+def test_reruns_reuse_the_gradebooks_seed_unless_told(tmp_path):
+    """Red team #13: a late student graded into the same gradebook gets the same cases."""
+    load_test_exercises()
+    subs = tmp_path / "subs"
+    write_notebook(subs / "early" / "97_work.ipynb", [SETUP, HALF_RIGHT_DSIN])
+    db = tmp_path / "book.sqlite"
+    common = ["--db", str(db), "--quiet", "--sandbox", "none", "--exercises-module",
+              EXERCISES_MODULE]  # fmt: skip
+    assert run_cli(["grade", str(subs), *common]) == 0
+    write_notebook(subs / "late" / "97_work.ipynb", [SETUP, HALF_RIGHT_DSIN])
+    assert run_cli(["grade", str(subs), *common]) == 0
+    with sqlite3.connect(db) as conn:
+        rows = dict(conn.execute("SELECT student, seed FROM submissions"))
+        pts = dict(conn.execute("SELECT student, points FROM results WHERE exercise = '97.1'"))
+        stored = conn.execute("SELECT value FROM settings WHERE name = 'seed'").fetchone()[0]
+    assert rows["early"] == rows["late"] == int(stored) and pts["early"] == pts["late"]
+    with Gradebook(db) as book:
+        assert book.batch_seed() == int(stored)
+        assert book.batch_seed(12345) == 12345 and book.batch_seed() == 12345
+        assert book.batch_seed(new=True) != 12345 or book.batch_seed(new=True) != 12345

@@ -68,6 +68,11 @@ def register(subparsers) -> None:
         "--memory", type=float, default=2048.0, help="memory limit per submission in MB (2048)"
     )
     grade.add_argument(
+        "--max-processes", type=int, default=64,
+        help="processes one notebook may run at once, all descendants (64); --memory "
+        "applies to their summed resident memory too",
+    )  # fmt: skip
+    grade.add_argument(
         "--notebook-timeout", type=float, default=600.0,
         help="seconds for a whole notebook, all cells and exercises (600)",
     )  # fmt: skip
@@ -135,7 +140,8 @@ def run_grade(args: argparse.Namespace) -> int:
     exports = [args.db.parent, *(p.parent for p in (args.out, args.summary) if p), args.report]
     settings = Settings(
         timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory,
-        sandbox=sandbox, hide=[p.resolve() for p in exports if p is not None],
+        sandbox=sandbox, max_processes=args.max_processes,
+        hide=[p.resolve() for p in exports if p is not None],
     )  # fmt: skip
     keys = [s.key for s in submissions]
     try:
