@@ -12,7 +12,6 @@ from grading_testkit_runs import scalar_run, vector_run
 
 from autodiff_lab.grading.spec import Case, Exercise, Mistake
 
-
 # Level and time estimate, when this version of the spec asks for them.
 LEVEL = {"level": "easy", "minutes": 5} if "level" in Exercise.__dataclass_fields__ else {}
 
