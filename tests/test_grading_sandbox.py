@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import re
 import socket
 import sqlite3
 import tempfile
@@ -150,6 +151,25 @@ for p in {targets!r}:
 raise RuntimeError(f"uid={{os.getuid()}} FOUND={{found!r}}")
 """,
     ]
+
+
+HOG_CELLS = [
+    *CORRECT.values(),
+    """
+written = 0
+try:
+    for k in range(6):  # 60 MB files (each under the 64 MB file-size limit)
+        with open(f"/tmp/fill{k}", "wb") as f:
+            for _ in range(60):
+                f.write(b"x" * 2**20)
+                written += 1
+except OSError as exc:
+    raise RuntimeError(f"TMP-FULL after {written} MB ({exc.strerror})")
+raise RuntimeError(f"TMP-UNLIMITED {written} MB")
+""",
+    "import subprocess, time\nkids = [subprocess.Popen(['sleep', '30'], start_new_session=True)"
+    " for _ in range(80)]\ntime.sleep(5)",
+]
 
 
 def forger_cells(paths: dict[str, Path], port: int) -> list[str]:
@@ -280,6 +300,7 @@ def batch(tmp_path_factory):
     (subs / "sym" / "97_work.ipynb").symlink_to(subs / "alice" / "97_work.ipynb")
     write_notebook(paths["zed"], [SETUP, *CORRECT.values()])
     write_notebook(subs / "thief" / "97_work.ipynb", thief_cells(root))
+    write_notebook(subs / "hog" / "97_work.ipynb", HOG_CELLS)
     (root / "lms.zip").write_bytes(b"PK every student's notebook")
     (root / "vartmp").mkdir()
     zed_sha = hashlib.sha256(paths["zed"].read_bytes()).hexdigest()
@@ -411,6 +432,16 @@ def test_only_an_allowlist_of_folders_is_visible_as_nobody(batch):
     thief = notes(batch, "thief")
     assert "uid=65534 FOUND=[]" in thief, thief
     assert points(batch, "thief")["97.2"] == ("passed", 6.0)  # its own work still counts
+
+
+def test_sandbox_tmp_is_size_limited_and_setsid_children_count(batch):
+    """Red team #6: /tmp is a RAM tmpfs of 256 MB (bwrap --size), not the machine's RAM;
+    80 children each in a session of their own still count against 64 processes."""
+    hog = notes(batch, "hog")
+    full = re.search(r"TMP-FULL after (\d+) MB \(No space left on device\)", hog)
+    assert full and int(full.group(1)) <= 256, hog
+    assert "code cell 5 started more than 64 processes and was stopped" in hog
+    assert points(batch, "hog") == FULL
 
 
 def test_a_symbolic_link_is_not_followed(batch):
