@@ -568,3 +568,34 @@ def test_reruns_reuse_the_gradebooks_seed_unless_told(tmp_path):
         assert book.batch_seed() == int(stored)
         assert book.batch_seed(12345) == 12345 and book.batch_seed() == 12345
         assert book.batch_seed(new=True) != 12345 or book.batch_seed(new=True) != 12345
+
+
+def test_answers_that_call_the_librarys_own_function_are_noted():
+    """Red team #17: 2.4, 4.1, 4.3 and 6.3 answered by the library's own functions. The
+    decision (README): allowed, and the report names the call for the lecturer."""
+    from autodiff_lab.grading.grader import answered_exercises
+
+    source = """
+import autodiff_lab.functional as F
+from autodiff_lab import ops
+from autodiff_lab.graph import topological_order
+from autodiff_lab import Tensor
+
+def topological_sort(root):
+    return topological_order(root)
+
+def unbroadcast(g, shape):
+    return ops.sum_to(g, shape)
+
+def stable_softmax(x, axis=-1):
+    return ops.softmax(Tensor(x), axis)
+
+def hvp(f, x, v):
+    return F.hvp(f, x, v)
+"""
+    nb = {"cells": [{"cell_type": "code", "source": source}]}
+    _, notes = answered_exercises(nb, "my_homework.ipynb")
+    calls = {n.split(":")[0]: n for n in notes if "calls the library's own" in n}
+    assert set(calls) == {"exercise 2.4", "exercise 4.1", "exercise 4.3", "exercise 6.3"}
+    assert "topological_order" in calls["exercise 2.4"] and "F.hvp" in calls["exercise 6.3"]
+    assert "ops.softmax" in calls["exercise 4.3"] and "Tensor" not in calls["exercise 4.3"]
