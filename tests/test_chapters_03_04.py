@@ -127,13 +127,20 @@ def test_links_point_at_notebooks_that_exist(path):
 
 def test_chapter_03_outputs_demonstrate_the_claims():
     out = _text_outputs(CH03)
-    # claim 2: the record each operation left, with its local gradients
-    assert "L = *(d, f)   local grads (-2.0, 4.0)" in out
-    assert "e = *(a, b)   local grads (-3.0, 2.0)" in out
+    # claim 2: the record each operation left: inputs, name, and a closure with its rule
+    assert "L = *(d, f)   _backward uses ['other', 'out', 'self']" in out
+    assert "e = *(a, b)   _backward uses ['other', 'out', 'self']" in out
     # claim 3: the reverse topological walk ends at the inputs with the hand-derived grads
     assert "matches the hand derivation: True" in out
     steps = re.findall(r"^step (\d+): (\w+)", out, flags=re.M)
     assert [s for s, _ in steps] == [str(i) for i in range(1, 8)] and steps[0][1] == "L"
+    # the closures, run one at a time, leave the hand-derived gradients (a: 6, b: -4)
+    assert "step 5: e  (grad -2)  a.grad = 6, b.grad = -4" in out
+    # step 5: a second backward on the same graph passes stale inner gradients on
+    # (by hand: L.grad = 1 again, d.grad = -2 + -2 = -4, e.grad = -2 + -4 = -6, so
+    # a.grad = 6 + (-6)(-3) = 24 instead of 6); zero_grad() fixes it
+    assert "a.grad after a second L.backward(): 24.0" in out
+    assert "after L.zero_grad(); L.backward():  a.grad = 6.0" in out
     # fan-out: assigning loses a share, adding gives the right answer
     assert "overwriting (bug) : d(a+a)/da = 1 (want 2),  d(a*a)/da = 3 (want 6)" in out
     assert "adding            : d(a+a)/da = 2 (want 2),  d(a*a)/da = 6 (want 6)" in out
@@ -149,6 +156,31 @@ def test_chapter_03_outputs_demonstrate_the_claims():
     # claim 8: ours == autodiff_lab.Value == PyTorch
     assert "identical: True" in out
     assert "all three agree to 1e-12: True" in out
+
+
+def test_chapter_03_bridge_and_map_show_what_the_text_says():
+    """PyTorch's graph of the neuron, a custom Function, and the closures' reference cycles."""
+    out = _text_outputs(CH03)
+    tree = out[out.index("TanhBackward0") :].splitlines()[:10]
+    assert [line.strip() for line in tree].count("MulBackward0") == 2
+    leaves = sorted(line.strip() for line in tree if "AccumulateGrad" in line)
+    assert leaves == sorted(f"AccumulateGrad ({n}.grad)" for n in ("x1", "x2", "w1", "w2", "b"))
+    assert "leaf x1.grad: -1.5,  inner n.grad: 0.5" in out  # do/dn = 1 - o^2 = 0.5
+    assert "y.grad_fn: TanhBackward" in out
+    assert "same gradient as our tanh, to 1e-12: True" in out
+    assert "our graph freed by reference counting: False" in out
+    assert "freed after gc.collect(): True" in out
+    text = _markdown(CH03)
+    for name in (
+        "primitives.py",
+        "Primitive.pullback",
+        "graph.py",
+        "topological_order",
+        "backpropagate",
+        "Value.zero_grad",
+        "reference cycle",
+    ):
+        assert name in text, name
 
 
 def test_chapter_04_outputs_demonstrate_the_claims():
@@ -168,10 +200,12 @@ def test_chapter_04_outputs_demonstrate_the_claims():
 ENGINE_CELLS = (
     "class Value:",
     "def as_value(x):",
-    "def tanh(self):",
+    "def mul(self, other):",
+    "def unary(self, value, op, local):",
     "Value.__neg__",
     "def topological_order(root):",
     "def backward(self):",
+    "def zero_grad(self):",
     "def sigmoid(self):",
 )
 
@@ -206,7 +240,9 @@ def test_chapter_engine_matches_pytorch_on_random_expressions(chapter_engine):
             assert math.isclose(mine.grad, theirs.grad.item(), rel_tol=1e-10, abs_tol=1e-12)
 
 
-def test_chapter_engine_backward_is_iterative_and_accumulates(chapter_engine):
+def test_chapter_engine_backward_is_iterative_and_needs_zero_grad(chapter_engine):
+    """backward() survives a deep chain; on the same graph it needs zero_grad() first, and
+    across fresh forward passes the input's gradient accumulates (micrograd's semantics)."""
     value_cls = chapter_engine["Value"]
     x = value_cls(0.3)
     y = x
@@ -214,5 +250,35 @@ def test_chapter_engine_backward_is_iterative_and_accumulates(chapter_engine):
         y = y * 1.0001
     y.backward()
     assert math.isclose(x.grad, 1.0001**5000, rel_tol=1e-9)
-    y.backward()  # a second call adds the same gradient again
-    assert math.isclose(x.grad, 2 * 1.0001**5000, rel_tol=1e-9)
+    y.zero_grad()
+    assert x.grad == 0.0 and y.grad == 0.0
+    y.backward()  # after zero_grad, the same gradient again
+    assert math.isclose(x.grad, 1.0001**5000, rel_tol=1e-9)
+    z = x * 2.0 + x  # a fresh graph: x's gradient (3) adds to what x has
+    z.backward()
+    assert math.isclose(x.grad, 1.0001**5000 + 3.0, rel_tol=1e-9)
+
+
+def test_chapter_engine_records_a_closure_per_node(chapter_engine):
+    """Each op stores a `_backward` closure (no precomputed numbers); an input's does nothing."""
+    value_cls = chapter_engine["Value"]
+    a, b = value_cls(2.0), value_cls(-3.0)
+    c = a * b
+    assert callable(c._backward) and c._backward.__closure__ is not None
+    assert not hasattr(c, "_local_grads")
+    assert a._backward() is None and a.grad == 0.0 and b.grad == 0.0
+    c.grad = 1.0
+    c._backward()  # the rule alone: dc/da = b, dc/db = a
+    assert (a.grad, b.grad) == (-3.0, 2.0)
+
+
+def test_chapter_assigning_rule_loses_fan_out_shares(chapter_engine):
+    """The trap-1 cell's buggy rules, run outside the notebook: `=` drops a share."""
+    namespace = dict(chapter_engine)
+    cells = [c for c in _nb(CH03)["cells"] if c["cell_type"] == "code"]
+    (cell,) = [c for c in cells if _source(c).startswith("def rule_assigning(")]
+    exec(compile(_source(cell), "rule_assigning", "exec"), namespace)  # noqa: S102
+    value_cls = namespace["Value"]
+    a = value_cls(3.0)
+    namespace["add_assigning"](a, a).backward()
+    assert a.grad == 1.0  # the correct d(a + a)/da is 2
