@@ -329,8 +329,22 @@ def test_the_readme_states_the_graders_defaults():
         "`--timeout` seconds per cell and per exercise (default 60)",
         "`--notebook-timeout` seconds for the whole notebook (default 600)",
         "`--memory` MB (default 2048)",
+        "`--max-processes` processes at once (default 64)",
+        "a notebook over 16 MB",
+        "past the first 20, or past 100 MB of files for one student",
+        "(64 characters at most)",
+        "20 at most",
+        "a `/tmp` of its own limited to 256 MB",
+        "only each file's size is limited (64 MB)",
     ):
-        assert claim in readme
+        assert claim in readme, claim
+    from autodiff_lab.grading import gradebook, grader, sandbox, supervise
+
+    assert (args.max_processes, supervise.MAX_PROCESSES) == (64, 64)
+    assert (grader.MAX_NOTEBOOK_BYTES, grader.MAX_NOTEBOOKS_PER_STUDENT) == (16 * 2**20, 20)
+    assert (grader.MAX_STUDENT_BYTES, grader.MAX_NOTES) == (100 * 2**20, 20)
+    assert (gradebook.REPORT_NAME_CHARS, sandbox.SANDBOX_TMP_MB) == (64, 256.0)
+    assert grader.OUTPUT_LIMIT_MB == 64.0  # the worker's RLIMIT_FSIZE
 
 
 def test_a_process_that_dies_between_steps_gets_one_clear_sentence():
@@ -425,8 +439,8 @@ def red_batch(tmp_path_factory):
         " for _ in range(3)]\ntime.sleep(8)"
     )
     write_notebook(subs / "fat" / "97_work.ipynb", [CORRECT["square"], fat])  # #6
-    paths = {k: root / v for k, v in [("db", "book.sqlite"), ("csv", "grades.csv"),
-                                      ("summary", "totals.csv"), ("report", "reports")]}  # fmt: skip
+    names = [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv")]
+    paths = {k: root / v for k, v in [*names, ("report", "reports")]}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(grader, "MAX_NOTEBOOK_BYTES", 50_000)
         mp.setattr(grader, "MAX_NOTEBOOKS_PER_STUDENT", 2)

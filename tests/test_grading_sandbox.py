@@ -459,7 +459,7 @@ def test_only_an_allowlist_is_mounted_and_hidden_folders_never_cover_the_system(
     """Nothing of / is mounted but the system folders and what the worker needs; a lecturer
     grading from / or /usr hides none of the worker's own programs; a hidden folder inside
     a kept one (the references inside the package) is covered by an empty one."""
-    from autodiff_lab.grading.sandbox import SYSTEM_FOLDERS, _bwrap_arguments
+    from autodiff_lab.grading.sandbox import MASKED, SYSTEM_FOLDERS, _bwrap_arguments
 
     grading = PACKAGE / "grading"
     args = _bwrap_arguments(
@@ -475,6 +475,9 @@ def test_only_an_allowlist_is_mounted_and_hidden_folders_never_cover_the_system(
     assert mounts.index(("--ro-bind", str(grading))) < mounts.index(
         ("--tmpfs", str(grading / "exercises"))
     )
-    assert ("--ro-bind", "/dev/null") in mounts  # /etc/shadow and friends masked
+    for secret in MASKED:  # /etc/shadow and friends: an empty file or folder over each
+        if secret.exists() and not secret.is_symlink():
+            cover = ("--tmpfs", str(secret)) if secret.is_dir() else ("--ro-bind", "/dev/null")
+            assert cover in mounts and str(secret) in args[args.index("/etc") :], secret
     assert args[args.index("--uid") + 1] == "65534"
     assert args[-4:] == ["/tmp/x", "/tmp/submission", "--chdir", "/tmp/submission"]
