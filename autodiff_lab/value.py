@@ -20,20 +20,27 @@ From chapter 03 (and micrograd) to this package:
 ==================================  ===================================================
 chapter 03 / micrograd              here
 ==================================  ===================================================
-``Value(data, parents, op, ...)``   :class:`Value` (this file): ``data``, ``grad``,
-                                    ``_prev``, ``_op``, ``label`` mean the same
-``_local_grads`` stored by each op  ``_fn`` (the op's primitive) and ``_ctx`` (its
-/ micrograd's ``_backward``         parameters); the primitive's ``vjp`` rule computes
-closures                            ``upstream grad × local derivative`` when backward
-                                    reaches the node (``primitives.py``: one entry per
-                                    op, applied by ``Primitive.pullback``)
-``add``, ``mul``, ``tanh`` …        ``Value.__add__``, ``__mul__`` (this file), and
-                                    ``x.tanh()`` … made from the primitive table
+``class Value``: ``data``,          :class:`Value` (this file): the same attributes
+``grad``, ``_prev``, ``_op``,
+``label``
+``out._backward``, the closure      ``_fn`` (the op's primitive) and ``_ctx`` (its
+each op sets (``add``, ``mul``,     parameters); the primitive's ``vjp`` rules
+``unary`` for ``tanh``, ``exp``,    (``primitives.py``: one entry per op, applied by
+``**``)                             ``Primitive.pullback``) compute ``upstream grad ×
+                                    local derivative`` when backward reaches the node.
+                                    No closure is stored: a closure refers to ``out``,
+                                    which holds it, a reference cycle per node left
+                                    for the garbage collector
+``a + b``, ``a * b``, ``x.tanh()``  ``Value.__add__``, ``__mul__`` (this file), and
+…                                   ``x.tanh()`` … made from the primitive table
                                     (``methods.py``)
 ``topological_order`` /             :func:`autodiff_lab.graph.topological_order`
 micrograd's ``build_topo``          (``graph.py``; iterative, deterministic)
-the ``backward`` loop and its       :func:`autodiff_lab.graph.backpropagate`
-``grads`` dict                      (``graph.py``), its ``pending`` dict
+the loop in ``backward()`` that     :func:`autodiff_lab.graph.backpropagate`
+calls each ``_backward``            (``graph.py``); its ``pending`` dict keeps each
+                                    pass's gradients apart, so a second ``backward()``
+                                    adds one more gradient instead of passing stale
+                                    inner ones on
 ``zero_grad``                       :meth:`Value.zero_grad` (this file)
 ==================================  ===================================================
 """
