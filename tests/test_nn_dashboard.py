@@ -99,3 +99,31 @@ def test_three_class_spirals_and_bad_input():
     assert dash.model[-1].W.shape == (12, 3) and dash.step_count == 10
     with pytest.raises(ValueError, match=r"TrainingDashboard: needs 2-D points X of shape"):
         TrainingDashboard(np.zeros((5, 3)), np.zeros(5, dtype=int))
+
+
+def test_start_is_explained_and_a_new_dashboard_is_untrained():
+    """A first press of Start must show learning happen: a new dashboard has not trained,
+    and the controls say what Start does (each press trains N MORE steps)."""
+    dash = TrainingDashboard(seed=0, grid=10, steps=300)
+    assert dash.step_count == 0 and dash.history["loss"] == []
+    assert dash.steps_slider.description == "steps per Start"
+    assert "Start trains 300 steps from this untrained network" in dash.status.value
+    dash.run(10)
+    assert "Start trains 300 more steps from here" in dash.status.value
+    dash.steps_slider.value = 50
+    assert "Start trains 50 more steps from here" in dash.status.value
+    assert dash.start_button.tooltip == "Start trains 50 more steps from here"
+
+
+def test_layout_wraps_and_keeps_controls_readable_in_a_narrow_panel():
+    """From ~600 px wide: every control keeps >= 250 px (label + slider + readout) and the
+    rows wrap instead of squeezing; the picture never overflows its panel."""
+    dash = TrainingDashboard(seed=0, grid=10)
+    controls = [
+        dash.lr_slider, dash.hidden_slider, dash.depth_slider,
+        dash.activation_dropdown, dash.steps_slider,
+    ]  # fmt: skip
+    assert all(c.layout.min_width == "250px" for c in controls)
+    rows = dash.children[0].children
+    assert all(row.layout.flex_flow == "row wrap" for row in rows)
+    assert dash.image.layout.max_width == "100%" and dash.image.layout.height == "auto"

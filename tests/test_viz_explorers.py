@@ -63,6 +63,7 @@ def test_static_fallback_is_the_plot():
     bundle = explorer._repr_mimebundle_()
     assert bundle["image/png"] == explorer.image.value
     assert bundle["text/plain"].startswith("FiniteDifferenceExplorer at x = 0.300")
+    assert "run this cell to make the controls live" in bundle["text/plain"]
 
 
 def test_bad_arguments_are_named():

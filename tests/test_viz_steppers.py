@@ -150,7 +150,11 @@ def test_static_fallback_shows_the_current_picture():
     assert "Step 2 of 5" in fallback and "<svg" not in fallback  # sanitizers strip inline SVG
     encoded = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', fallback).group(1)
     assert base64.b64decode(encoded).decode() == stepper.frame_svg(2)
-    assert bundle["text/plain"] == "BackwardStepper: step 2 of 5 — s"
+    assert bundle["text/plain"] == (
+        "BackwardStepper: step 2 of 5 — s "
+        "(Static picture: run this cell to make the controls live.)"
+    )
+    assert "run this cell to make the controls live" in fallback
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 

@@ -9,9 +9,15 @@ Three live panels, redrawn every few optimizer steps:
    norms sit orders of magnitude below the last layer's, gradients are vanishing (try
    sigmoid); when they shoot up, they are exploding (try a large learning rate).
 
-Controls: learning rate, hidden width, number of hidden layers, activation, number of
-steps, and Start / Stop / Step / Reset buttons. (Six sigmoid layers show vanishing
-gradients: at the start the first layer's norm is thousands of times below the last's
+Controls: learning rate, hidden width, number of hidden layers, activation, "steps per
+Start" (how many MORE steps each press of Start trains, from wherever the network is now;
+the line under the controls says it in words), and Start / Stop / Step / Reset buttons.
+A new dashboard is untrained, so a first press of Start shows the boundary form and the
+loss fall. The controls wrap and keep a minimum width, and the picture shrinks to the
+panel, so it stays usable in a ~600 px panel (e.g. beside a slideshow).
+
+(Six sigmoid layers show vanishing gradients: at the start the first layer's norm is
+thousands of times below the last's
 (~9,000x; chapter 05 prints it) and the loss stalls at ln 2.) The model is a tensor MLP
 (2 → hidden × depth → classes) trained full-batch with SGD + momentum on the cross-entropy
 loss; the tensor engine keeps a frame (several steps plus a redraw) well under 200 ms.
@@ -30,7 +36,6 @@ nbviewer or in exported HTML.
 
 from __future__ import annotations
 
-import base64
 import io
 import threading
 import time
@@ -42,10 +47,13 @@ from .. import data as _data
 from .. import nn, optim
 from ..graph import no_grad
 from ..tensor import Tensor, cross_entropy
+from .render import png_img_tag, static_fallback
 
 #: Okabe–Ito colours (safe for the common colour-vision deficiencies), one per class.
 CLASS_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
 LOSS_COLOR, ACCURACY_COLOR = "#0072B2", "#D55E00"
+#: What the steps slider controls: each press of Start trains this many MORE steps.
+STEPS_LABEL = "steps per Start"
 
 
 def _hex_to_rgb(color: str) -> np.ndarray:
@@ -56,7 +64,7 @@ class TrainingDashboard(widgets.VBox):
     """Live training of a tensor MLP on 2-D data (moons by default), with controls.
 
     ``X`` (n, 2) and integer labels ``y`` may be any 2-D problem (e.g.
-    ``data.make_spirals()``). ``steps`` is how many steps Start runs;
+    ``data.make_spirals()``). ``steps`` is how many more steps each press of Start runs;
     ``steps_per_frame`` how many steps pass between redraws.
     """
 
@@ -109,31 +117,46 @@ class TrainingDashboard(widgets.VBox):
             [_hex_to_rgb(CLASS_COLORS[k % len(CLASS_COLORS)]) for k in range(self.n_classes)]
         )
 
-        # controls
+        # controls: each keeps a readable minimum width and the rows wrap, so the
+        # dashboard stays usable in a narrow panel (~600 px, e.g. beside slides)
         style = {"description_width": "initial"}
+
+        def box() -> widgets.Layout:
+            return widgets.Layout(width="auto", min_width="250px", flex="1 1 250px")
+
         self.lr_slider = widgets.FloatLogSlider(
             value=lr, base=10, min=-3, max=1, step=0.1, description="learning rate",
-            readout_format=".3g", style=style,
+            readout_format=".3g", style=style, layout=box(),
         )  # fmt: skip
         self.hidden_slider = widgets.IntSlider(
-            value=hidden, min=2, max=64, step=1, description="hidden width", style=style
-        )
+            value=hidden, min=2, max=64, step=1, description="hidden width", style=style,
+            layout=box(),
+        )  # fmt: skip
         self.depth_slider = widgets.IntSlider(
-            value=depth, min=1, max=8, step=1, description="hidden layers", style=style
-        )
+            value=depth, min=1, max=8, step=1, description="hidden layers", style=style,
+            layout=box(),
+        )  # fmt: skip
         self.activation_dropdown = widgets.Dropdown(
             options=["relu", "tanh", "sigmoid"], value=activation, description="activation",
-            style=style,
+            style=style, layout=box(),
         )  # fmt: skip
         self.steps_slider = widgets.IntSlider(
-            value=steps, min=10, max=2000, step=10, description="steps", style=style
-        )
+            value=steps, min=10, max=2000, step=10, description=STEPS_LABEL, style=style,
+            layout=box(),
+        )  # fmt: skip
         self.start_button = widgets.Button(description="Start", icon="play", button_style="success")
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
-        self.step_button = widgets.Button(description="Step", icon="step-forward")
-        self.reset_button = widgets.Button(description="Reset", icon="refresh")
+        self.step_button = widgets.Button(
+            description="Step", icon="step-forward", tooltip="train 1 more step"
+        )
+        self.reset_button = widgets.Button(
+            description="Reset", icon="refresh", tooltip="a fresh, untrained network"
+        )
         self.status = widgets.HTML()
-        self.image = widgets.Image(format="png")
+        # the picture shrinks with the panel (never wider than it), keeping its proportions
+        self.image = widgets.Image(
+            format="png", layout=widgets.Layout(max_width="100%", height="auto")
+        )
 
         self.start_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
@@ -143,13 +166,16 @@ class TrainingDashboard(widgets.VBox):
         self.hidden_slider.observe(lambda _: self.reset(), names="value")
         self.depth_slider.observe(lambda _: self.reset(), names="value")
         self.activation_dropdown.observe(lambda _: self.reset(), names="value")
+        self.steps_slider.observe(lambda _: self._describe_start(), names="value")
 
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center", width="100%")
         controls = widgets.VBox(
             [
-                widgets.HBox([self.lr_slider, self.hidden_slider, self.depth_slider]),
-                widgets.HBox([self.activation_dropdown, self.steps_slider]),
+                widgets.HBox([self.lr_slider, self.hidden_slider, self.depth_slider], layout=wrap),
+                widgets.HBox([self.activation_dropdown, self.steps_slider], layout=wrap),
                 widgets.HBox(
-                    [self.start_button, self.stop_button, self.step_button, self.reset_button]
+                    [self.start_button, self.stop_button, self.step_button, self.reset_button],
+                    layout=widgets.Layout(flex_flow="row wrap"),
                 ),
             ]
         )
@@ -387,7 +413,7 @@ class TrainingDashboard(widgets.VBox):
         buffer = io.BytesIO()
         picture.convert("RGB").save(buffer, format="png", compress_level=1)
         self.image.value = buffer.getvalue()
-        self.status.value = self._status_html()
+        self._describe_start()
 
     def _summary(self) -> str:
         if not self.step_count:
@@ -403,22 +429,29 @@ class TrainingDashboard(widgets.VBox):
         sizes = [2] + [self.hidden_slider.value] * self.depth_slider.value + [self.n_classes]
         return f"MLP {'-'.join(map(str, sizes))} ({self.activation_dropdown.value})"
 
+    def start_hint(self) -> str:
+        """What the next press of Start does, in words (shown under the controls)."""
+        more = "" if not self.step_count else " more"
+        start = "from this untrained network" if not self.step_count else "from here"
+        return f"Start trains {self.steps_slider.value}{more} steps {start}"
+
+    def _describe_start(self):
+        self.start_button.tooltip = self.start_hint()
+        self.status.value = self._status_html()
+
     def _status_html(self) -> str:
         text = self._summary().replace("TrainingDashboard: ", "")
-        return f"<span style='font-family: monospace'>{text}</span>"
+        return (
+            f"<span style='font-family: monospace'>{text}</span>"
+            f"<br><span>{self.start_hint()} (Reset: back to untrained).</span>"
+        )
 
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the current picture for viewers without a kernel."""
         bundle = super()._repr_mimebundle_(**kwargs)
         png = bytes(self.image.value)
-        encoded = base64.b64encode(png).decode("ascii")
-        bundle["text/plain"] = self._summary()
         bundle["image/png"] = png
-        bundle["text/html"] = (
-            f"<figure><img src='data:image/png;base64,{encoded}' alt='{self._summary()}'/>"
-            f"<figcaption>{self._summary()}</figcaption></figure>"
-        )
-        return bundle
+        return static_fallback(bundle, self._summary(), png_img_tag(png, self._summary()))
 
     def __repr__(self) -> str:
         return f"<{self._summary()}>"

@@ -26,6 +26,7 @@ from .. import ops
 from ..dual import Dual
 from ..graph import backpropagate
 from ..value import Value
+from .render import png_img_tag, static_fallback
 
 #: Line colours (Okabe–Ito): forward mode / forward differences, reverse mode / central.
 COLOR_FORWARD = "#E69F00"
@@ -65,9 +66,9 @@ class _PlotWidget(widgets.VBox):
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the current plot as a PNG for viewers without a kernel."""
         data = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = self._summary()
-        data["image/png"] = bytes(self.image.value)
-        return data
+        png = bytes(self.image.value)
+        data["image/png"] = png
+        return static_fallback(data, self._summary(), png_img_tag(png, self._summary()))
 
     def __repr__(self) -> str:
         return f"<{self._summary()}>"

@@ -160,3 +160,31 @@ _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 def clean_svg(svg: str) -> str:
     """Drop the XML prolog, doctype and comments (version stamps): the same graph, less noise."""
     return _COMMENT.sub("", _PROLOG.sub("", svg, count=1)).strip() + "\n"
+
+
+#: What a widget's stored picture says where the controls are not live (the notebook was
+#: reloaded, opened before running, or shown on GitHub / nbviewer / exported HTML).
+RERUN_HINT = "Static picture: run this cell to make the controls live."
+
+
+def static_fallback(bundle: dict, summary: str, picture_html: str) -> dict:
+    """Add the static fallback of a live widget to its display ``bundle``.
+
+    The one place every widget (steppers, explorers, dashboard) builds what a viewer shows
+    when it cannot show the live widget: ``text/plain`` is ``summary`` plus
+    :data:`RERUN_HINT`, ``text/html`` is ``picture_html`` (an ``<img>``, which survives the
+    HTML sanitizing of untrusted notebooks) with the hint written under it.
+    """
+    hint = html.escape(RERUN_HINT)
+    bundle["text/plain"] = f"{summary} ({RERUN_HINT})"
+    bundle["text/html"] = (
+        f'<div class="autodiff-lab-static">{picture_html}'
+        f'<p style="margin:4px 0;font-style:italic">{hint}</p></div>'
+    )
+    return bundle
+
+
+def png_img_tag(png: bytes, alt: str, style: str = "max-width:100%;height:auto") -> str:
+    """An ``<img>`` holding the PNG bytes ``png`` as a data URI (see :func:`svg_img_tag`)."""
+    data = base64.b64encode(png).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt)}" style="{style}">'

@@ -43,7 +43,7 @@ from .drawing import (
     op_text,
     summarize,
 )
-from .render import render_svg, svg_img_tag
+from .render import render_svg, static_fallback, svg_img_tag
 
 
 def name_nodes(order, limit: int = 28) -> dict:
@@ -270,9 +270,8 @@ class _Stepper(widgets.VBox):
         """The live widget, plus the current frame as static HTML for viewers without a
         kernel (GitHub, nbviewer, a notebook opened before running it)."""
         data = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = self._summary()
-        data["text/html"] = self.frame_html(self.slider.value, inline=False)
-        return data
+        picture = self.frame_html(self.slider.value, inline=False)
+        return static_fallback(data, self._summary(), picture)
 
     def _summary(self) -> str:
         k = self.slider.value
