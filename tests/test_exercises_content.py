@@ -50,6 +50,25 @@ def jacobian_column(f, x, j):
     return f(Dual(x, tangent)).tangent
 
 
+def sqrt_heron(a, steps):
+    x, dx = a, 1.0  # x_0 = a, and a moves with tangent 1
+    for _ in range(steps):
+        x, dx = (x + a / x) / 2, (dx + (x - a * dx) / x**2) / 2
+    return x, dx
+
+
+def _heron_wrong(dx0=1.0, da=1.0, sign=1.0):
+    """Heron's iteration with one of the plausible slips (start tangent, a's tangent, sign)."""
+
+    def answer(a, steps):
+        x, dx = a, dx0
+        for _ in range(steps):
+            x, dx = (x + a / x) / 2, (dx + (da * x - sign * a * dx) / x**2) / 2
+        return x, dx
+
+    return answer
+
+
 def jacobian_passes(n_inputs, n_outputs):
     if n_inputs == n_outputs:
         return n_inputs, n_outputs, "either"
@@ -60,11 +79,21 @@ def vjp_f(x, y, u, v):
     return (x * y, math.exp(x) - y**2), (u * y + v * math.exp(x), u * x - 2 * v * y)
 
 
+def _backward_by_hand(a, b, c, *, d_shares=(1.0, 1.0), c_shares=(1.0, 1.0), dtanh=None):
+    """f = (a·b + c)·tanh(a·b)·c backwards by hand; the keywords drop shares (wrong answers)."""
+    d = a * b
+    e, t = d + c, math.tanh(d)
+    g = e * t
+    g_bar = c  # f = g·c
+    e_bar, t_bar = g_bar * t, g_bar * e  # g = e·t
+    local = 1 - t * t if dtanh is None else dtanh(t)
+    d_bar = d_shares[0] * e_bar + d_shares[1] * t_bar * local  # d feeds e and t
+    c_bar = c_shares[0] * g + c_shares[1] * e_bar  # c feeds f and e
+    return g * c, (d_bar * b, d_bar * a, c_bar)
+
+
 def backward_by_hand(a, b, c):
-    t = math.tanh(a)
-    e = a * b + c
-    e_bar, t_bar = t, e  # f = e * t
-    return e * t, (b * e_bar + (1 - t * t) * t_bar, a * e_bar, e_bar)
+    return _backward_by_hand(a, b, c)
 
 
 def topological_sort(root):
@@ -230,6 +259,7 @@ def train(x, y, lr, epochs, batch_size, seed):
 
 RIGHT = {
     "1.1": dual_mul, "1.2": dual_sin, "1.3": dual_div, "1.4": jvp_f, "1.5": jacobian_column,
+    "1.6": sqrt_heron,
     "2.1": jacobian_passes, "2.2": vjp_f, "2.3": backward_by_hand, "2.4": topological_sort,
     "3.1": exp_op, "3.2": pow_op, "3.3": sigmoid_op, "3.4": backward, "3.5": fit,
     "4.1": unbroadcast, "4.2": matmul_backward, "4.3": stable_softmax,
@@ -319,6 +349,10 @@ WRONG = [
         lambda f, x, j: np.array([f(Dual(x, np.eye(len(x))[k])).tangent[j] for k in range(len(x))]),
         "row j",
     ),
+    ("1.6", _heron_wrong(da=0.0), "a is held constant inside a / x"),
+    ("1.6", _heron_wrong(dx0=0.0), "its tangent is 1, not 0"),
+    ("1.6", _heron_wrong(sign=-1.0), "minus sign"),
+    ("1.6", lambda a, steps: (sqrt_heron(a, steps)[0], 0.5 / math.sqrt(a)), "limit"),
     ("2.1", lambda n, m: (m, n, "forward" if n < m else "reverse"), "swapped"),
     ("2.1", lambda n, m: (n, m, "forward"), "choice is not"),
     (
@@ -330,14 +364,10 @@ WRONG = [
         "a jvp",
     ),
     ("2.2", lambda x, y, u, v: ((x * y, math.exp(x) - y**2), (u * y, u * x)), "first output"),
-    (
-        "2.3",
-        lambda a, b, c: (
-            (a * b + c) * math.tanh(a),
-            (b * math.tanh(a), a * math.tanh(a), math.tanh(a)),
-        ),
-        "used twice",
-    ),
+    ("2.3", lambda a, b, c: _backward_by_hand(a, b, c, d_shares=(1, 0)), "d = a·b is used twice"),
+    ("2.3", lambda a, b, c: _backward_by_hand(a, b, c, d_shares=(0, 1)), "d = a·b is used twice"),
+    ("2.3", lambda a, b, c: _backward_by_hand(a, b, c, c_shares=(1, 0)), "c is used twice"),
+    ("2.3", lambda a, b, c: _backward_by_hand(a, b, c, dtanh=lambda t: 1 - t), "1 - tanh(d)²"),
     ("2.4", _recursive_topological_sort, "RecursionError"),
     ("2.4", lambda root: topological_sort(root)[::-1], "reversed"),
     ("2.4", _topological_sort_marking_too_early, "before one of its parents"),
@@ -497,6 +527,51 @@ def test_jacobian_closed_forms_match_torch(torch, rng):
             np.testing.assert_allclose(ch01._column_reference((name, list(x), j)), expected[:, j])
 
 
+def test_backward_by_hand_reference_matches_torch(torch, rng):
+    from autodiff_lab.grading.exercises import ch02
+
+    for case in ch02.MANUAL.cases(rng):
+        a, b, c = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in case.inputs)
+        f = (a * b + c) * torch.tanh(a * b) * c
+        f.backward()
+        value, grads = ch02.MANUAL.reference(case.inputs)
+        np.testing.assert_allclose(value, f.item(), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(
+            grads, [a.grad.item(), b.grad.item(), c.grad.item()], rtol=1e-12, atol=1e-15
+        )
+
+
+def test_directional_taylor_reference_matches_torch(torch, rng):
+    """6.2's closed forms against PyTorch's nested autograd along the line x0 + t v."""
+    from autodiff_lab.grading.exercises import ch06
+
+    w = torch.tensor(ch06._W, dtype=torch.float64)
+    fns = {
+        "exp(w.x)": lambda x: torch.exp(w @ x),
+        "sin(w.x)": lambda x: torch.sin(w @ x),
+        "1/(1 - 0.2 w.x)": lambda x: 1 / (1 - 0.2 * (w @ x)),
+        "x.x": lambda x: x @ x,
+        "x[0]*x[1]": lambda x: x[0] * x[1],
+    }
+    for case in ch06.TAYLOR.cases(rng):
+        name, x0, v, degree = case.inputs
+        t = torch.tensor(0.0, dtype=torch.float64, requires_grad=True)
+        y = fns[name](
+            torch.tensor(x0, dtype=torch.float64) + t * torch.tensor(v, dtype=torch.float64)
+        )
+        derivatives = []
+        for _ in range(degree + 1):
+            derivatives.append(y.item())
+            if not y.requires_grad:  # the rest are zero
+                y = torch.zeros((), dtype=torch.float64)
+                continue
+            (y,) = torch.autograd.grad(y, t, create_graph=True)
+        expected = [d / math.factorial(j) for j, d in enumerate(derivatives)]
+        np.testing.assert_allclose(
+            ch06.TAYLOR.reference(case.inputs), expected, rtol=1e-10, atol=1e-12
+        )
+
+
 def test_pow_and_sigmoid_references_match_torch(torch):
     for a, b, g in [(0.7, -1.3, 0.4), (2.5, 2.0, -1.0)]:
         ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
@@ -605,3 +680,64 @@ def test_solution_notebook_checks_every_exercise_with_full_marks(chapter):
         card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
         assert card is not None, f"no scorecard for {exercise.id} in {path.name}"
         assert "PASSED" in card.splitlines()[0], card
+
+
+# --- levels, minutes and the one title --------------------------------------------------------
+
+
+def _the_course() -> list:
+    """The course's exercises (chapters 01–06), not the ones other tests register."""
+    return [e for e in registry.all_exercises() if 1 <= e.chapter <= 6]
+
+
+def _solution_headings() -> dict[str, str]:
+    """Exercise id -> its '## Exercise N.M — …' heading line in solutions/ (backticks dropped)."""
+    headings: dict[str, str] = {}
+    for path in sorted((ROOT / "solutions").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("## Exercise "):
+                    exercise_id = line.split()[2]
+                    assert exercise_id not in headings, f"two headings for {exercise_id}"
+                    headings[exercise_id] = line.replace("`", "")
+    return headings
+
+
+def test_every_exercise_heading_in_solutions_shows_its_registry_title_level_and_minutes():
+    headings = _solution_headings()
+    exercises = _the_course()
+    assert sorted(headings) == sorted(e.id for e in exercises)
+    for exercise in exercises:
+        heading = headings[exercise.id]
+        assert heading == f"## Exercise {exercise.id} — {exercise.heading}", heading
+        assert exercise.title in heading and exercise.level in heading
+        assert f"about {exercise.minutes} minutes" in heading
+
+
+def test_every_exercise_has_a_level_and_a_time_and_hard_means_capstone():
+    for exercise in _the_course():
+        assert exercise.level in ("trivial", "easy", "medium", "hard"), exercise.id
+        assert 0 < exercise.minutes <= 90, exercise.id
+        assert ("capstone" in exercise.label) == (exercise.level == "hard"), exercise.id
+
+
+def test_every_chapter_ends_with_a_medium_or_hard_exercise():
+    by_chapter: dict[int, list] = {}
+    for exercise in _the_course():
+        by_chapter.setdefault(exercise.chapter, []).append(exercise)
+    assert sorted(by_chapter) == [1, 2, 3, 4, 5, 6]
+    for chapter, exercises in by_chapter.items():
+        last = max(exercises, key=lambda e: e.sort_key)
+        assert last.level in ("medium", "hard"), (chapter, last.id, last.level)
+
+
+def test_the_scorecard_title_is_the_registry_heading():
+    result = check("1.1", dual_mul, show=False)
+    assert (
+        result.title
+        == registry.get("1.1").heading
+        == ("Multiply two dual numbers (trivial · about 5 minutes)")
+    )
+    assert "trivial · about 5 minutes" in result.to_text()

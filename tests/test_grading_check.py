@@ -84,7 +84,8 @@ def test_passing_answer_scores_full_marks(capsys):
     result = check("97.1", right_dsin)
     out = capsys.readouterr().out
     assert (result.status, result.score, result.max_score) == ("passed", 6.0, 6.0)
-    assert "Exercise 97.1: The derivative of sin — PASSED (6/6 points)" in out
+    title = "Exercise 97.1: The derivative of sin (easy · about 5 minutes)"
+    assert f"{title} — PASSED (6/6 points)" in out
     assert out.count("✓") == 5 and "Hint" not in out
 
 

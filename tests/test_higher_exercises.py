@@ -25,8 +25,12 @@ def nth_derivative(f, n):
     return f
 
 
-def taylor_coefficients(f, x0, degree):
-    return [float(nth_derivative(f, j)(x0)) / math.factorial(j) for j in range(degree + 1)]
+def taylor_along(f, x0, v, degree, *, divide=math.factorial):
+    def g(t):  # f along the line through x0 in direction v
+        return f(x0 + t * v)
+
+    t0 = np.array(0.0)  # an array, so t * v is recorded as a tensor operation
+    return [float(nth_derivative(g, j)(t0)) / divide(j) for j in range(degree + 1)]
 
 
 def tagged_derivative(f, x):
@@ -42,7 +46,7 @@ def untagged_derivative(f, x):
 
 RIGHT = {
     "6.1": nth_derivative,
-    "6.2": taylor_coefficients,
+    "6.2": taylor_along,
     "6.3": lambda f, x, v: jvp(grad(f), (x,), (v,))[1],
     "6.4": tagged_derivative,
 }
@@ -50,12 +54,10 @@ RIGHT = {
 WRONG = [
     ("6.1", lambda f, n: nth_derivative(f, max(n - 1, 0)), "one time too few"),
     ("6.1", lambda f, n: nth_derivative(f, n + 1), "one time too many"),
-    (
-        "6.2",
-        lambda f, x0, d: [float(nth_derivative(f, j)(x0)) for j in range(d + 1)],
-        "derivatives themselves",
-    ),
-    ("6.2", lambda f, x0, d: taylor_coefficients(f, x0, d)[:-1], "Wrong number of coefficients"),
+    ("6.2", lambda f, x0, v, d: taylor_along(f, x0, v, d, divide=lambda j: 1), "themselves"),
+    ("6.2", lambda f, x0, v, d: taylor_along(f, x0, v, d)[:-1], "Wrong number of coefficients"),
+    ("6.2", lambda f, x0, v, d: taylor_along(f, x0, np.ones(3), d), "direction v was not used"),
+    ("6.2", lambda f, x0, v, d: taylor_along(f, x0, v, d, divide=lambda j: max(j, 1)), "by j!"),
     ("6.3", lambda f, x, v: jvp(grad(f), (x,), (v,))[0], "That is the gradient of f"),
     ("6.3", lambda f, x, v: hessian(f)(x), "whole Hessian"),
     ("6.3", lambda f, x, v: float(grad(f)(x) @ v), "directional derivative of f"),

@@ -58,10 +58,27 @@ def test_wrong_answer_table_size_matches_the_readme():
 
 
 def test_exercise_counts_in_the_course_table_match_the_registry():
+    """Each row's "(N: a trivial, b easy, …; ~M min)" and the totals under the table."""
     from autodiff_lab.grading.registry import all_exercises
+    from autodiff_lab.grading.spec import LEVELS
 
-    rows = re.findall(r"\[(\d\d)\]\(exercises/[^)]*\) \((\d+)\)", README)
+    exercises = [e for e in all_exercises() if 1 <= e.chapter <= 6]  # not tests' own exercises
+    rows = re.findall(r"\[(\d\d)\]\(exercises/[^)]*\) \((\d+): ([a-z0-9, ]+); ~(\d+) min\)", README)
     assert len(rows) == 6, rows
-    for chapter, count in rows:
-        ids = [e.id for e in all_exercises() if e.id.split(".")[0] == str(int(chapter))]
-        assert len(ids) == int(count), (chapter, ids)
+    for chapter, count, levels, minutes in rows:
+        mine = [e for e in exercises if e.chapter == int(chapter)]
+        assert len(mine) == int(count), (chapter, [e.id for e in mine])
+        stated = {level: int(n) for n, level in (part.split() for part in levels.split(", "))}
+        actual = {lv: n for lv in LEVELS if (n := sum(e.level == lv for e in mine))}
+        assert stated == actual, (chapter, stated, actual)
+        assert list(stated) == [lv for lv in LEVELS if lv in stated], "levels out of order"
+        assert int(minutes) == sum(e.minutes for e in mine), chapter
+    totals = re.search(
+        r"in all there are (\d+) exercises \((\d+) trivial, (\d+) easy, (\d+) medium, "
+        r"(\d+) hard\),\s+about (\d+) minutes",
+        README,
+    )
+    assert totals, "the totals sentence under the course table"
+    expected = [len(exercises)] + [sum(e.level == lv for e in exercises) for lv in LEVELS]
+    expected.append(sum(e.minutes for e in exercises))
+    assert [int(n) for n in totals.groups()] == expected

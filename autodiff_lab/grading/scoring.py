@@ -331,7 +331,7 @@ def judge_exercise(
             tiers = list(exercise.nudges) or [GENERIC_NUDGE]
             hints = tiers[: max(1, min(attempt, len(tiers)))]
     return ExerciseResult(
-        exercise.id, exercise.title, status, score, max_score, results, hints, note
+        exercise.id, exercise.heading, status, score, max_score, results, hints, note
     )
 
 

@@ -15,12 +15,18 @@ verdict, only the answers it hands back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "Mistake", "Exercise", "close"]
+__all__ = ["Case", "Mistake", "Exercise", "LEVELS", "close"]
+
+#: How much thought an exercise takes, judged by what the student must write:
+#: trivial — one formula given in the text; easy — a few lines the text nearly spells out;
+#: medium — a derivation or an algorithm of one's own; hard — a capstone, a whole engine
+#: or tool, graded on fresh random programs.
+LEVELS = ("trivial", "easy", "medium", "hard")
 
 RTOL = 1e-6
 ATOL = 1e-8
@@ -128,6 +134,31 @@ class Exercise:
     compare: Callable[[Any, Any], bool] = close
     mistakes: tuple[Mistake, ...] = ()
     nudges: tuple[str, ...] = ()  # tiered generic hints: gentle first, more specific later
+    # Declared once here; shown in the notebook heading, the scorecard and the README table.
+    level: str = field(default="", kw_only=True)  # one of LEVELS
+    minutes: int = field(default=0, kw_only=True)  # a fair estimate for a first attempt
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(
+                f"Exercise {self.id}: level must be one of {LEVELS}, got {self.level!r}"
+            )
+        if self.minutes <= 0:
+            raise ValueError(f"Exercise {self.id}: minutes must be > 0, got {self.minutes!r}")
+
+    @property
+    def label(self) -> str:
+        """Level and time, shown after the title: ``medium · about 20 minutes``.
+
+        Every hard exercise is a chapter's capstone, and its label says so first.
+        """
+        kind = "capstone · " if self.level == "hard" else ""
+        return f"{kind}{self.level} · about {self.minutes} minutes"
+
+    @property
+    def heading(self) -> str:
+        """The one title text, used by the notebook heading and the scorecard."""
+        return f"{self.title} ({self.label})"
 
     @property
     def chapter(self) -> int:

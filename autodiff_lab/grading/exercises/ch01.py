@@ -10,13 +10,19 @@ import math
 
 import numpy as np
 
-from ..runners.ch01 import _MIX, JACOBIAN_FUNCTIONS, _column_run, _jvp_run, _mul_run, _sin_run
-from ._common import draw
+from ..runners.ch01 import (
+    _MIX,
+    JACOBIAN_FUNCTIONS,
+    _column_run,
+    _heron_run,
+    _jvp_run,
+    _mul_run,
+    _sin_run,
+)
 from ..spec import Case, Exercise, Mistake, close
+from ._common import draw
 
 __all__ = ["EXERCISES", "JACOBIAN_FUNCTIONS"]
-
-
 
 
 # --- 1.1 the product of two dual numbers ----------------------------------------------
@@ -43,6 +49,8 @@ def _mul_reference(inputs):
 MUL = Exercise(
     id="1.1",
     title="Multiply two dual numbers",
+    level="trivial",
+    minutes=5,
     task="dual_mul(x, y): x, y are (primal, tangent) pairs; return the pair for x*y",
     answer="dual_mul",
     cases=_mul_cases,
@@ -53,20 +61,20 @@ MUL = Exercise(
             "The tangent part multiplied the two tangents. Expand (a + da·ε)(b + db·ε) and "
             "use ε² = 0: the ε term is a·db + da·b.",
             lambda got, exp, case: (
-                    math.isclose(got[1], case.inputs[1] * case.inputs[3])
-                    and not math.isclose(got[1], exp[1])
-                ),
+                math.isclose(got[1], case.inputs[1] * case.inputs[3])
+                and not math.isclose(got[1], exp[1])
+            ),
         ),
         Mistake(
             "Only one term of the product rule is there: the tangent of a·b needs both "
             "a·db and da·b.",
             lambda got, exp, case: (
-                    not math.isclose(got[1], exp[1])
-                    and (
-                        math.isclose(got[1], case.inputs[0] * case.inputs[3])
-                        or math.isclose(got[1], case.inputs[1] * case.inputs[2])
-                    )
-                ),
+                not math.isclose(got[1], exp[1])
+                and (
+                    math.isclose(got[1], case.inputs[0] * case.inputs[3])
+                    or math.isclose(got[1], case.inputs[1] * case.inputs[2])
+                )
+            ),
         ),
         Mistake(
             "The primal (first) part should be the ordinary product a·b.",
@@ -104,6 +112,8 @@ def _sin_reference(inputs):
 SIN = Exercise(
     id="1.2",
     title="sin of a dual number",
+    level="trivial",
+    minutes=5,
     task="dual_sin(x): x is a (primal, tangent) pair; return the pair for sin(x)",
     answer="dual_sin",
     cases=_sin_cases,
@@ -114,22 +124,21 @@ SIN = Exercise(
             "The tangent is the derivative cos(x) alone: multiply it by the incoming "
             "tangent dx (chain rule: d sin(u) = cos(u)·du).",
             lambda got, exp, case: (
-                    math.isclose(got[1], math.cos(case.inputs[0]))
-                    and not math.isclose(got[1], exp[1])
-                ),
+                math.isclose(got[1], math.cos(case.inputs[0])) and not math.isclose(got[1], exp[1])
+            ),
         ),
         Mistake(
             "Sign error: d/dx sin x = +cos x (it is cos whose derivative is -sin).",
             lambda got, exp, case: (
-                    math.isclose(got[1], -exp[1]) and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
-                ),
+                math.isclose(got[1], -exp[1]) and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
+            ),
         ),
         Mistake(
             "The tangent should use cos(x), not sin(x).",
             lambda got, exp, case: (
-                    math.isclose(got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12)
-                    and not math.isclose(got[1], exp[1], abs_tol=1e-12)
-                ),
+                math.isclose(got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12)
+                and not math.isclose(got[1], exp[1], abs_tol=1e-12)
+            ),
         ),
     ),
     nudges=(
@@ -169,6 +178,8 @@ def _div_variant(case, tangent):
 DIV = Exercise(
     id="1.3",
     title="Divide two dual numbers",
+    level="easy",
+    minutes=10,
     task="dual_div(x, y): x, y are (primal, tangent) pairs; return the pair for x/y",
     answer="dual_div",
     cases=_div_cases,
@@ -178,30 +189,30 @@ DIV = Exercise(
         Mistake(
             "The quotient rule has a minus sign: d(a/b) = (da·b - a·db) / b².",
             lambda got, exp, case: (
-                    not math.isclose(got[1], exp[1])
-                    and math.isclose(
-                        got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
-                    )
-                ),
+                not math.isclose(got[1], exp[1])
+                and math.isclose(
+                    got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
+                )
+            ),
         ),
         Mistake(
             "The two terms of the numerator are swapped: it is da·b - a·db (numerator's "
             "tangent first).",
             lambda got, exp, case: (
-                    not math.isclose(got[1], exp[1])
-                    and math.isclose(
-                        got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
-                    )
-                ),
+                not math.isclose(got[1], exp[1])
+                and math.isclose(
+                    got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
+                )
+            ),
         ),
         Mistake(
             "Divide by b squared, not by b: d(a/b) = (da·b - a·db) / b².",
             lambda got, exp, case: (
-                    not math.isclose(got[1], exp[1])
-                    and math.isclose(
-                        got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
-                    )
-                ),
+                not math.isclose(got[1], exp[1])
+                and math.isclose(
+                    got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
+                )
+            ),
         ),
     ),
     nudges=(
@@ -247,6 +258,8 @@ def _tangent_is(got, case, make) -> bool:
 JVP = Exercise(
     id="1.4",
     title="A jvp by hand",
+    level="easy",
+    minutes=10,
     task="jvp_f(x, y, dx, dy): for f(x, y) = (sin(x*y), x + y**2) return (f(x, y), J @ (dx, dy))",
     answer="jvp_f",
     cases=_jvp_cases,
@@ -257,26 +270,26 @@ JVP = Exercise(
             "That is Jᵀ·v (a vjp), not J·v: output i's tangent is Σ_j ∂f_i/∂x_j · v_j — "
             "sum along a row of J.",
             lambda got, exp, case: _tangent_is(
-                    got, case, lambda x, y, dx, dy: _jacobian_xy(x, y).T @ np.array([dx, dy])
-                ),
+                got, case, lambda x, y, dx, dy: _jacobian_xy(x, y).T @ np.array([dx, dy])
+            ),
         ),
         Mistake(
             "The tangent ignores dy: both inputs move at once, so add ∂f/∂y·dy to ∂f/∂x·dx.",
             lambda got, exp, case: (
-                    case.inputs[3] != 0
-                    and _tangent_is(
-                        got, case, lambda x, y, dx, dy: _jacobian_xy(x, y) @ np.array([dx, 0.0])
-                    )
-                ),
+                case.inputs[3] != 0
+                and _tangent_is(
+                    got, case, lambda x, y, dx, dy: _jacobian_xy(x, y) @ np.array([dx, 0.0])
+                )
+            ),
         ),
         Mistake(
             "Chain rule inside sin: d sin(x·y) = cos(x·y)·(y·dx + x·dy), the inner "
             "derivative of x·y is y·dx + x·dy, not dx + dy.",
             lambda got, exp, case: _tangent_is(
-                    got,
-                    case,
-                    lambda x, y, dx, dy: [math.cos(x * y) * (dx + dy), dx + 2 * y * dy],
-                ),
+                got,
+                case,
+                lambda x, y, dx, dy: [math.cos(x * y) * (dx + dy), dx + 2 * y * dy],
+            ),
         ),
         Mistake(
             "The value part should be f(x, y) = (sin(x·y), x + y²) itself.",
@@ -335,6 +348,8 @@ def _column_is(got, case, pick) -> bool:
 COLUMN = Exercise(
     id="1.5",
     title="A Jacobian column in one forward pass",
+    level="easy",
+    minutes=10,
     task="jacobian_column(f, x, j): column j of f's Jacobian at x from one forward pass with Dual",
     answer="jacobian_column",
     cases=_column_cases,
@@ -354,8 +369,8 @@ COLUMN = Exercise(
         Mistake(
             "Return the output's tangent, not its primal (the value of f).",
             lambda got, exp, case: close(
-                    got, JACOBIAN_FUNCTIONS[case.inputs[0]](np.asarray(case.inputs[1], float))
-                ),
+                got, JACOBIAN_FUNCTIONS[case.inputs[0]](np.asarray(case.inputs[1], float))
+            ),
         ),
     ),
     nudges=(
@@ -365,4 +380,91 @@ COLUMN = Exercise(
 )
 
 
-EXERCISES: list[Exercise] = [MUL, SIN, DIV, JVP, COLUMN]
+# --- 1.6 forward mode through a loop: Heron's square root ---------------------------------
+# x_0 = a, x_{k+1} = (x_k + a / x_k) / 2. The input a enters twice: as the start x_0 and
+# inside every quotient, so its tangent 1 must ride along in both places.
+
+
+def _heron(a: float, steps: int, dx0: float = 1.0, da_in_quotient: float = 1.0, sign: float = 1.0):
+    """Heron's iteration on the dual number (a, 1), with knobs that model wrong answers.
+
+    ``dx0`` is the start tangent (right: 1, since x_0 = a); ``da_in_quotient`` the tangent
+    of a inside a / x (right: 1); ``sign`` the sign of the a·dx term of the quotient rule.
+    """
+    x, dx = a, dx0
+    for _ in range(steps):
+        q, dq = a / x, (da_in_quotient * x - sign * a * dx) / x**2  # d(a/x)
+        x, dx = (x + q) / 2, (dx + dq) / 2
+    return [x, dx]
+
+
+def _heron_cases(rng):
+    cases = []
+    for _ in range(5):
+        a, steps = draw(rng, 0.5, 9.0), int(rng.integers(1, 7))
+        cases.append(Case(f"random a={a}, steps={steps}", (a, steps)))
+    cases += [
+        Case("edge: steps = 0 (x = a itself)", (2.0, 0)),
+        Case("edge: a = 1 (x stays 1, its tangent does not)", (1.0, 3)),
+        Case("edge: a = 100, 2 steps (far from converged)", (100.0, 2)),
+    ]
+    return cases
+
+
+def _heron_reference(inputs):
+    a, steps = inputs
+    return _heron(a, steps)
+
+
+def _heron_is(got, case, **wrong) -> bool:
+    a, steps = case.inputs
+    return close(got[1], _heron(a, steps, **wrong)[1]) and not close(got[1], _heron(a, steps)[1])
+
+
+HERON = Exercise(
+    id="1.6",
+    title="Forward mode through a loop: Heron's square root",
+    level="medium",
+    minutes=15,
+    task="sqrt_heron(a, steps): run x = (x + a/x)/2 from x = a; return (x, dx/da) by forward mode",
+    answer="sqrt_heron",
+    cases=_heron_cases,
+    run=_heron_run,
+    reference=_heron_reference,
+    mistakes=(
+        Mistake(
+            "a is held constant inside a / x: its tangent there is 1 too. With the quotient "
+            "rule, d(a/x) = (da·x - a·dx) / x², and da = 1 — a Dual for a must be used in "
+            "the quotient, not the float a.",
+            lambda got, exp, case: _heron_is(got, case, da_in_quotient=0.0),
+        ),
+        Mistake(
+            "The start x_0 = a moves with a: its tangent is 1, not 0.",
+            lambda got, exp, case: _heron_is(got, case, dx0=0.0),
+        ),
+        Mistake(
+            "That is the derivative of the limit √a, 1 / (2√a). The program stops after "
+            "`steps` iterations: differentiate the iterations it runs, not the value it "
+            "is heading for.",
+            lambda got, exp, case: (
+                close(got[1], 0.5 / math.sqrt(case.inputs[0])) and not close(got[1], exp[1])
+            ),
+        ),
+        Mistake(
+            "The quotient rule has a minus sign: d(a/x) = (da·x - a·dx) / x².",
+            lambda got, exp, case: _heron_is(got, case, sign=-1.0),
+        ),
+        Mistake(
+            "The value part should be the x the iteration ends with.",
+            lambda got, exp, case: not close(got[0], exp[0]),
+        ),
+    ),
+    nudges=(
+        "Carry a pair (x, dx) through the loop, starting from (a, 1): x_0 = a, and a moves "
+        "with tangent 1.",
+        "Each step: q, dq = a / x, (1·x - a·dx) / x²; then x, dx = (x + q) / 2, (dx + dq) / 2.",
+    ),
+)
+
+
+EXERCISES: list[Exercise] = [MUL, SIN, DIV, JVP, COLUMN, HERON]

@@ -13,8 +13,6 @@ from ._common import draw, is_error
 __all__ = ["EXERCISES", "build_graph"]
 
 
-
-
 # --- 2.1 how many passes for a full Jacobian? -----------------------------------------
 
 
@@ -40,6 +38,8 @@ def _passes_reference(inputs):
 PASSES = Exercise(
     id="2.1",
     title="Forward or reverse? Count the passes",
+    level="trivial",
+    minutes=5,
     task="jacobian_passes(n_inputs, n_outputs): return (forward passes, reverse passes, "
     "'forward' | 'reverse' | 'either')",
     answer="jacobian_passes",
@@ -100,6 +100,8 @@ def _cotangent_is(got, case, make) -> bool:
 VJP = Exercise(
     id="2.2",
     title="A vjp by hand",
+    level="easy",
+    minutes=10,
     task="vjp_f(x, y, u, v): for f(x, y) = (x*y, exp(x) - y**2) return (f(x, y), (u, v) @ J)",
     answer="vjp_f",
     cases=_vjp_cases,
@@ -110,22 +112,21 @@ VJP = Exercise(
             "That is J·(u, v), a jvp. A vjp pulls the cotangent back: input j gets "
             "Σ_i u_i ∂f_i/∂x_j — sum down a *column* of J.",
             lambda got, exp, case: _cotangent_is(
-                    got, case, lambda x, y, u, v: _jac(x, y) @ np.array([u, v])
-                ),
+                got, case, lambda x, y, u, v: _jac(x, y) @ np.array([u, v])
+            ),
         ),
         Mistake(
             "Only the first output's cotangent u was used: every output sends gradient "
             "back, so add v·∂f₂/∂x and v·∂f₂/∂y as well.",
             lambda got, exp, case: (
-                    case.inputs[3] != 0
-                    and _cotangent_is(got, case, lambda x, y, u, v: [u * y, u * x])
-                ),
+                case.inputs[3] != 0 and _cotangent_is(got, case, lambda x, y, u, v: [u * y, u * x])
+            ),
         ),
         Mistake(
             "Sign error in ∂f₂/∂y: d(exp(x) - y²)/dy = -2y.",
             lambda got, exp, case: _cotangent_is(
-                    got, case, lambda x, y, u, v: [u * y + v * math.exp(x), u * x + 2 * y * v]
-                ),
+                got, case, lambda x, y, u, v: [u * y + v * math.exp(x), u * x + 2 * y * v]
+            ),
         ),
         Mistake(
             "The value part should be f(x, y) = (x·y, exp(x) - y²).",
@@ -140,7 +141,10 @@ VJP = Exercise(
 
 
 # --- 2.3 backprop through a given graph by hand ------------------------------------------
-# d = a·b;  e = d + c;  t = tanh(a);  f = e·t      (a is used twice)
+# d = a·b;  e = d + c;  t = tanh(d);  g = e·t;  f = g·c
+# Unlike the chapter's example (where a *leaf* is used twice), here an *intermediate* node,
+# d, feeds two nodes, and the leaf c is used twice too: both collect two shares, and d's
+# must be complete before it passes anything on to a and b.
 
 
 def _manual_cases(rng):
@@ -149,63 +153,83 @@ def _manual_cases(rng):
         a, b, c = (draw(rng, -2.0, 2.0) for _ in range(3))
         cases.append(Case(f"random a={a}, b={b}, c={c}", (a, b, c)))
     cases += [
-        Case("edge: a = 0 (tanh(a) = 0, only one path survives)", (0.0, 1.5, -0.5)),
-        Case("edge: b = c = 0", (0.9, 0.0, 0.0)),
+        Case("edge: a = 0 (d = 0, tanh(d) = 0: only one of d's shares survives)", (0.0, 1.5, -0.5)),
+        Case("edge: c = 0 (f = 0, yet df/dc is not)", (0.9, -1.2, 0.0)),
     ]
     return cases
 
 
 def _manual_parts(a, b, c):
-    t = math.tanh(a)
-    e = a * b + c
-    return t, e
+    """Forward values: d, e, t and g of the graph above."""
+    d = a * b
+    t = math.tanh(d)
+    e = d + c
+    return d, e, t, e * t
+
+
+def _manual_grads(a, b, c, *, via_e=1.0, via_t=1.0, dtanh=None, c_from_e=1.0, c_from_f=1.0):
+    """(df/da, df/db, df/dc), with switches that drop one share or change tanh's rule."""
+    _d, e, t, g = _manual_parts(a, b, c)
+    local = 1 - t * t if dtanh is None else dtanh(t)
+    e_bar, t_bar = c * t, c * e  # g = e·t, and g's gradient is c (f = g·c)
+    d_bar = via_e * e_bar + via_t * t_bar * local  # d feeds e AND t
+    c_bar = c_from_f * g + c_from_e * e_bar  # c feeds f AND e
+    return [d_bar * b, d_bar * a, c_bar]
 
 
 def _manual_reference(inputs):
     a, b, c = inputs
-    t, e = _manual_parts(a, b, c)
-    return [e * t, [b * t + e * (1 - t * t), a * t, t]]
+    return [_manual_parts(a, b, c)[3] * c, _manual_grads(a, b, c)]
 
 
-def _grad_a_is(got, case, make) -> bool:
+def _grads_are(got, case, **wrong) -> bool:
     a, b, c = case.inputs
-    t, e = _manual_parts(a, b, c)
-    exp = _manual_reference(case.inputs)[1]
-    return math.isclose(got[1][0], make(t, e, b), abs_tol=1e-12) and not math.isclose(
-        got[1][0], exp[0], abs_tol=1e-9
+    return close(got[1], _manual_grads(a, b, c, **wrong)) and not close(
+        got[1], _manual_grads(a, b, c)
     )
 
 
 MANUAL = Exercise(
     id="2.3",
     title="Backpropagate through a small graph by hand",
-    task="backward_by_hand(a, b, c): f = (a*b + c) * tanh(a); return (f, (df/da, df/db, df/dc))",
+    level="medium",
+    minutes=20,
+    task="backward_by_hand(a, b, c): f = (a*b + c) * tanh(a*b) * c; "
+    "return (f, (df/da, df/db, df/dc))",
     answer="backward_by_hand",
     cases=_manual_cases,
     run=_manual_run,
     reference=_manual_reference,
     mistakes=(
         Mistake(
-            "a is used twice (in a·b and in tanh(a)), so its gradient is the *sum* of the "
-            "shares arriving along both paths — one of them is missing.",
+            "d = a·b is used twice (in e = d + c and in t = tanh(d)), so d̄ is the *sum* of "
+            "two shares, ē + t̄·(1 - t²), and must be complete before it is passed on to "
+            "a and b — one share is missing.",
             lambda got, exp, case: (
-                    _grad_a_is(got, case, lambda t, e, b: b * t)
-                    or _grad_a_is(got, case, lambda t, e, b: e * (1 - t * t))
-                ),
+                _grads_are(got, case, via_e=0.0) or _grads_are(got, case, via_t=0.0)
+            ),
         ),
         Mistake(
-            "d tanh(a)/da = 1 - tanh(a)², not 1 - tanh(a).",
-            lambda got, exp, case: _grad_a_is(got, case, lambda t, e, b: b * t + e * (1 - t)),
+            "c is used twice (in e = d + c and in f = g·c), so c̄ = g + ē: one of its two "
+            "shares is missing.",
+            lambda got, exp, case: (
+                _grads_are(got, case, c_from_e=0.0) or _grads_are(got, case, c_from_f=0.0)
+            ),
         ),
         Mistake(
-            "Check df/db and df/dc: the gradient reaching e = a·b + c is tanh(a); "
-            "+ passes it on unchanged, · multiplies it by the other factor.",
-            lambda got, exp, case: not close(got[1][1:], exp[1][1:]),
+            "d tanh(d)/dd = 1 - tanh(d)², not 1 - tanh(d).",
+            lambda got, exp, case: _grads_are(got, case, dtanh=lambda t: 1 - t),
+        ),
+        Mistake(
+            "The value part should be f = (a·b + c)·tanh(a·b)·c itself.",
+            lambda got, exp, case: not close(got[0], exp[0]),
         ),
     ),
     nudges=(
-        "Work backwards: f̄ = 1, then ē and t̄, then d̄ and c̄, then ā and b̄.",
-        "ā collects two shares: b·d̄ from d = a·b and (1 - t²)·t̄ from t = tanh(a).",
+        "Name the nodes d = a·b, e = d + c, t = tanh(d), g = e·t, f = g·c and work "
+        "backwards from f̄ = 1: ḡ and c̄'s first share, then ē and t̄, then d̄ (two shares) "
+        "and c̄'s second share, then ā and b̄.",
+        "ḡ = c; ē = c·t; t̄ = c·e; d̄ = ē + t̄·(1 - t²); ā = d̄·b; b̄ = d̄·a; c̄ = g + ē.",
     ),
 )
 
@@ -274,6 +298,8 @@ def _is_topological(got, expected) -> bool:
 TOPO = Exercise(
     id="2.4",
     title="An iterative topological sort",
+    level="medium",
+    minutes=25,
     task="topological_sort(root): every node root depends on, each after its parents "
     "(node._prev), root last, without recursion",
     answer="topological_sort",
@@ -297,11 +323,11 @@ TOPO = Exercise(
             "parent reached along another path may still be waiting lower on the stack: "
             "append a node only when all of its parents are already in the list.",
             lambda got, exp, case: (
-                    isinstance(got, list)
-                    and sorted(got) == exp["nodes"]
-                    and not _is_topological(got, exp)
-                    and not _is_topological(got[::-1], exp)
-                ),
+                isinstance(got, list)
+                and sorted(got) == exp["nodes"]
+                and not _is_topological(got, exp)
+                and not _is_topological(got[::-1], exp)
+            ),
         ),
         Mistake(
             "A node appears more than once: keep a `visited` set so a node reached along "

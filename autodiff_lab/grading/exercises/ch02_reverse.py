@@ -115,7 +115,9 @@ def _vjp_is(got, exp, case, wrong) -> bool:
 
 REVERSE = Exercise(
     id="2.5",
-    title="vjp and jacrev on top of a reverse pass (capstone, hard)",
+    title="vjp and jacrev on top of a reverse pass",
+    level="hard",
+    minutes=30,
     task="write this function of ReverseMode (see the list above)",
     answer="ReverseMode",
     cases=_reverse_cases,

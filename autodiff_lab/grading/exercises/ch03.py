@@ -27,10 +27,6 @@ from ._common import draw, is_error
 __all__ = ["EXERCISES", "build_expression", "local_grads"]
 
 
-
-
-
-
 # --- 3.1 exp ---------------------------------------------------------------------------
 
 
@@ -55,6 +51,8 @@ def _exp_reference(inputs):
 EXP = Exercise(
     id="3.1",
     title="exp with its backward",
+    level="trivial",
+    minutes=5,
     task="exp_op(x): return (e**x, backward) where backward(g) is the gradient for x",
     answer="exp_op",
     cases=_exp_cases,
@@ -65,8 +63,8 @@ EXP = Exercise(
             "backward ignores the upstream gradient g: the chain rule multiplies the local "
             "derivative e^x by g.",
             lambda got, exp, case: (
-                    close(got[1], math.exp(case.inputs[0])) and not close(got[1], exp[1])
-                ),
+                close(got[1], math.exp(case.inputs[0])) and not close(got[1], exp[1])
+            ),
         ),
         Mistake(
             "backward passes g through unchanged: it must multiply by d e^x/dx = e^x.",
@@ -75,11 +73,9 @@ EXP = Exercise(
         Mistake(
             "The local derivative of e^x is e^x itself (not x·e^(x-1)).",
             lambda got, exp, case: (
-                    not close(got[1], exp[1])
-                    and close(
-                        got[1], case.inputs[1] * case.inputs[0] * math.exp(case.inputs[0] - 1)
-                    )
-                ),
+                not close(got[1], exp[1])
+                and close(got[1], case.inputs[1] * case.inputs[0] * math.exp(case.inputs[0] - 1))
+            ),
         ),
     ),
     nudges=(
@@ -121,7 +117,9 @@ def _pow_grads_are(got, case, da=None, db=None) -> bool:
 
 POW = Exercise(
     id="3.2",
-    title="a ** b with a Value exponent",
+    title="a ** b with a differentiable exponent",
+    level="easy",
+    minutes=10,
     task="pow_op(a, b): return (a**b, backward) where backward(g) is (grad for a, grad for b)",
     answer="pow_op",
     cases=_pow_cases,
@@ -137,14 +135,12 @@ POW = Exercise(
             "The exponent's gradient used the power rule; that rule is for the base. For the "
             "exponent, d(a^b)/db = a^b · ln(a).",
             lambda got, exp, case: _pow_grads_are(
-                    got, case, db=lambda a, b, g: g * b * a ** (b - 1)
-                ),
+                got, case, db=lambda a, b, g: g * b * a ** (b - 1)
+            ),
         ),
         Mistake(
             "The base's gradient lost the factor b: d(a^b)/da = b · a^(b-1).",
-            lambda got, exp, case: _pow_grads_are(
-                    got, case, da=lambda a, b, g: g * a ** (b - 1)
-                ),
+            lambda got, exp, case: _pow_grads_are(got, case, da=lambda a, b, g: g * a ** (b - 1)),
         ),
         Mistake(
             "The base's gradient should lower the power by one: b · a^(b-1), not b · a^b.",
@@ -200,6 +196,8 @@ def _sigmoid_grad_is(got, case, make) -> bool:
 SIGMOID = Exercise(
     id="3.3",
     title="sigmoid, numerically stable, with its backward",
+    level="medium",
+    minutes=15,
     task="sigmoid_op(x): return (1/(1+e**-x), backward), without overflow for any float x",
     answer="sigmoid_op",
     cases=_sigmoid_cases,
@@ -353,6 +351,8 @@ def _only_shared_wrong(got, exp, case) -> bool:
 DRIVER = Exercise(
     id="3.4",
     title="Fix the backward driver",
+    level="easy",
+    minutes=15,
     task="backward(root, local_grads): set .grad of every node root depends on "
     "(fix the planted bug in buggy_backward)",
     answer="backward",
@@ -370,8 +370,8 @@ DRIVER = Exercise(
             "topological order (root first), so a node's gradient is complete before it is "
             "passed on to its parents.",
             lambda got, exp, case: (
-                    close(got, _forward_order_result(case.inputs[0])) and not close(got, exp)
-                ),
+                close(got, _forward_order_result(case.inputs[0])) and not close(got, exp)
+            ),
         ),
         Mistake(
             "Only nodes used more than once get wrong gradients: a node that feeds several "
@@ -429,6 +429,8 @@ def _fit_reference(inputs):
 FIT = Exercise(
     id="3.5",
     title="Fix the training loop",
+    level="easy",
+    minutes=10,
     task="fit(xs, ys, lr, steps): gradient descent on the mean squared error of w*x + b "
     "from w = b = 0; return (w, b) (fix the planted bug in buggy_fit)",
     answer="fit",

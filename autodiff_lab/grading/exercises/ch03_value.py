@@ -515,7 +515,9 @@ def _value_cases(rng):
 
 MY_VALUE = Exercise(
     id="3.6",
-    title="Your Value (capstone, hard)",
+    title="Your Value",
+    level="hard",
+    minutes=60,
     task="write this method of MyValue (see the list above)",
     answer="MyValue",
     cases=_value_cases,

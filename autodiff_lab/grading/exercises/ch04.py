@@ -18,8 +18,6 @@ from ._common import draw, finite, is_error
 __all__ = ["EXERCISES", "GRADCHECK_FUNCTIONS"]
 
 
-
-
 def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     z = np.exp(x - x.max(axis=axis, keepdims=True))
     return z / z.sum(axis=axis, keepdims=True)
@@ -47,7 +45,9 @@ def _unbroadcast_cases(rng):
         Case("edge: shapes already equal", (draw(rng, -2.0, 2.0, (2, 3)), (2, 3))),
         Case("edge: size-1 axis in the middle", (draw(rng, -2.0, 2.0, (2, 4, 3)), (2, 1, 3))),
         Case("edge: a scalar, broadcast to (3, 2)", (draw(rng, -2.0, 2.0, (3, 2)), ())),
-        Case("edge: new leading axes and a size-1 axis", (draw(rng, -2.0, 2.0, (2, 3, 4, 5)), (4, 1))),
+        Case(
+            "edge: new leading axes and a size-1 axis", (draw(rng, -2.0, 2.0, (2, 3, 4, 5)), (4, 1))
+        ),
     ]
     return cases
 
@@ -72,6 +72,8 @@ def _count(grad, shape) -> int:
 UNBROADCAST = Exercise(
     id="4.1",
     title="unbroadcast: the gradient of broadcasting",
+    level="medium",
+    minutes=20,
     task="unbroadcast(grad, shape): sum grad back to `shape`, undoing numpy broadcasting",
     answer="unbroadcast",
     cases=_unbroadcast_cases,
@@ -81,32 +83,30 @@ UNBROADCAST = Exercise(
         Mistake(
             "Broadcasting *copies* an entry, so the copies' gradients must be added up: use "
             "sum, not mean.",
-            lambda got, exp, case: (
-                    close(got * _count(*case.inputs), exp) and not close(got, exp)
-                ),
+            lambda got, exp, case: close(got * _count(*case.inputs), exp) and not close(got, exp),
         ),
         Mistake(
             "The values are right but the shape is not: keep the size-1 axes of `shape` "
             "(sum them with keepdims=True) so the result has exactly the input's shape.",
             lambda got, exp, case: (
-                    got.shape != exp.shape
-                    and got.size == exp.size
-                    and close(got.reshape(exp.shape), exp)
-                ),
+                got.shape != exp.shape
+                and got.size == exp.size
+                and close(got.reshape(exp.shape), exp)
+            ),
         ),
         Mistake(
             "Only the new leading axes were summed. An axis where the input had size 1 was "
             "stretched too: sum it as well (keepdims=True).",
             lambda got, exp, case: (
-                    got.shape != exp.shape
-                    and any(s == 1 for s in case.inputs[1])
-                    and close(
-                        got,
-                        np.asarray(case.inputs[0]).sum(
-                            axis=tuple(range(np.ndim(case.inputs[0]) - len(case.inputs[1])))
-                        ),
-                    )
-                ),
+                got.shape != exp.shape
+                and any(s == 1 for s in case.inputs[1])
+                and close(
+                    got,
+                    np.asarray(case.inputs[0]).sum(
+                        axis=tuple(range(np.ndim(case.inputs[0]) - len(case.inputs[1])))
+                    ),
+                )
+            ),
         ),
     ),
     nudges=(
@@ -126,17 +126,29 @@ def _matmul_cases(rng):
         cases.append(
             Case(
                 f"random A {n}×{k}, B {k}×{m}",
-                (draw(rng, -2.0, 2.0, (n, k)), draw(rng, -2.0, 2.0, (k, m)), draw(rng, -2.0, 2.0, (n, m))),
+                (
+                    draw(rng, -2.0, 2.0, (n, k)),
+                    draw(rng, -2.0, 2.0, (k, m)),
+                    draw(rng, -2.0, 2.0, (n, m)),
+                ),
             )
         )
     cases += [
         Case(
             "edge: square 3×3 matrices",
-            (draw(rng, -2.0, 2.0, (3, 3)), draw(rng, -2.0, 2.0, (3, 3)), draw(rng, -2.0, 2.0, (3, 3))),
+            (
+                draw(rng, -2.0, 2.0, (3, 3)),
+                draw(rng, -2.0, 2.0, (3, 3)),
+                draw(rng, -2.0, 2.0, (3, 3)),
+            ),
         ),
         Case(
             "edge: a row times a column (1×4 @ 4×1)",
-            (draw(rng, -2.0, 2.0, (1, 4)), draw(rng, -2.0, 2.0, (4, 1)), draw(rng, -2.0, 2.0, (1, 1))),
+            (
+                draw(rng, -2.0, 2.0, (1, 4)),
+                draw(rng, -2.0, 2.0, (4, 1)),
+                draw(rng, -2.0, 2.0, (1, 1)),
+            ),
         ),
         Case(
             "edge: upstream gradient of ones",
@@ -161,6 +173,8 @@ def _matmul_has(got, case, which: int, make) -> bool:
 MATMUL = Exercise(
     id="4.2",
     title="matmul's backward",
+    level="easy",
+    minutes=10,
     task="matmul_backward(A, B, G): for C = A @ B and upstream gradient G = dL/dC, "
     "return (dL/dA, dL/dB)",
     answer="matmul_backward",
@@ -187,9 +201,9 @@ MATMUL = Exercise(
             "The factors are in the wrong order: dA = G @ Bᵀ (G first) and dB = Aᵀ @ G "
             "(G last) — matrix products do not commute.",
             lambda got, exp, case: (
-                    _matmul_has(got, case, 0, lambda a, b, g: b.T @ g)
-                    or _matmul_has(got, case, 1, lambda a, b, g: g @ a.T)
-                ),
+                _matmul_has(got, case, 0, lambda a, b, g: b.T @ g)
+                or _matmul_has(got, case, 1, lambda a, b, g: g @ a.T)
+            ),
         ),
     ),
     nudges=(
@@ -225,6 +239,8 @@ def _softmax_reference(inputs):
 SOFTMAX = Exercise(
     id="4.3",
     title="A numerically stable softmax",
+    level="easy",
+    minutes=10,
     task="stable_softmax(x, axis): exp(x) / sum(exp(x)) along `axis`, without overflow",
     answer="stable_softmax",
     cases=_softmax_cases,
@@ -239,12 +255,12 @@ SOFTMAX = Exercise(
         Mistake(
             "Normalised along the wrong axis: the entries should sum to 1 along `axis`.",
             lambda got, exp, case: (
-                    np.ndim(case.inputs[0]) > 1
-                    and any(
-                        close(got, _softmax(np.asarray(case.inputs[0]), ax))
-                        for ax in range(np.ndim(case.inputs[0]))
-                    )
-                ),
+                np.ndim(case.inputs[0]) > 1
+                and any(
+                    close(got, _softmax(np.asarray(case.inputs[0]), ax))
+                    for ax in range(np.ndim(case.inputs[0]))
+                )
+            ),
         ),
         Mistake(
             "The whole array sums to 1: normalise each slice along `axis` separately "
@@ -265,13 +281,18 @@ SOFTMAX = Exercise(
 def _logsm_cases(rng):
     cases = [
         Case("random 1-D", (draw(rng, -2.0, 2.0, (4,)), draw(rng, -2.0, 2.0, (4,)), -1)),
-        Case("random 3×5, axis -1", (draw(rng, -2.0, 2.0, (3, 5)), draw(rng, -2.0, 2.0, (3, 5)), -1)),
+        Case(
+            "random 3×5, axis -1", (draw(rng, -2.0, 2.0, (3, 5)), draw(rng, -2.0, 2.0, (3, 5)), -1)
+        ),
         Case("random 4×3, axis 0", (draw(rng, -2.0, 2.0, (4, 3)), draw(rng, -2.0, 2.0, (4, 3)), 0)),
     ]
     one_hot = np.zeros((2, 3))
     one_hot[0, 1] = one_hot[1, 2] = -1.0
     cases += [
-        Case("edge: g = -one_hot (the cross-entropy case)", (draw(rng, -2.0, 2.0, (2, 3)), one_hot, -1)),
+        Case(
+            "edge: g = -one_hot (the cross-entropy case)",
+            (draw(rng, -2.0, 2.0, (2, 3)), one_hot, -1),
+        ),
         Case(
             "edge: large logits",
             (np.array([[500.0, 501.0, 499.0]]), np.array([[1.0, 2.0, -1.0]]), 1),
@@ -298,6 +319,8 @@ def _logsm_is(got, case, make) -> bool:
 LOGSOFTMAX = Exercise(
     id="4.4",
     title="log-softmax's backward",
+    level="medium",
+    minutes=20,
     task="log_softmax_backward(x, g, axis): the gradient for x of log_softmax(x, axis) given "
     "upstream gradient g",
     answer="log_softmax_backward",
@@ -319,8 +342,8 @@ LOGSOFTMAX = Exercise(
             "That is the backward of softmax, s·(g - Σ g·s). For log_softmax it is "
             "g - softmax(x)·Σ g.",
             lambda got, exp, case: _logsm_is(
-                    got, case, lambda x, g, s, ax: s * (g - (g * s).sum(axis=ax, keepdims=True))
-                ),
+                got, case, lambda x, g, s, ax: s * (g - (g * s).sum(axis=ax, keepdims=True))
+            ),
         ),
         Mistake(
             "The sign is flipped: log_softmax(x) = x - logsumexp(x), so the gradient is "
@@ -330,13 +353,13 @@ LOGSOFTMAX = Exercise(
         Mistake(
             "The sum of g is taken along the wrong axis: use axis=axis, keepdims=True.",
             lambda got, exp, case: (
-                    np.ndim(case.inputs[0]) > 1
-                    and _logsm_is(
-                        got,
-                        case,
-                        lambda x, g, s, ax: g - s * g.sum(axis=1 - (ax % 2), keepdims=True),
-                    )
-                ),
+                np.ndim(case.inputs[0]) > 1
+                and _logsm_is(
+                    got,
+                    case,
+                    lambda x, g, s, ax: g - s * g.sum(axis=1 - (ax % 2), keepdims=True),
+                )
+            ),
         ),
     ),
     nudges=(
@@ -352,9 +375,13 @@ LOGSOFTMAX = Exercise(
 def _gradcheck_cases(rng):
     cases = [
         Case("random 1-D, f = sum(x**3)", ("sum(x**3)", draw(rng, -2.0, 2.0, (4,)), 1e-4)),
-        Case("random 1-D, f = log(sum(exp(x)))", ("log(sum(exp(x)))", draw(rng, -2.0, 2.0, (5,)), 1e-4)),
         Case(
-            "random 2×3, f = sum(tanh(x @ x.T))", ("sum(tanh(x @ x.T))", draw(rng, -2.0, 2.0, (2, 3)), 1e-4)
+            "random 1-D, f = log(sum(exp(x)))",
+            ("log(sum(exp(x)))", draw(rng, -2.0, 2.0, (5,)), 1e-4),
+        ),
+        Case(
+            "random 2×3, f = sum(tanh(x @ x.T))",
+            ("sum(tanh(x @ x.T))", draw(rng, -2.0, 2.0, (2, 3)), 1e-4),
         ),
         Case(
             "random 3-D, f = sum(sin(x) * x[::-1])",
@@ -395,6 +422,8 @@ def _gradcheck_reference(inputs):
 NUMERICAL_GRADIENT = Exercise(
     id="4.5",
     title="A numerical gradient for gradient checks",
+    level="easy",
+    minutes=15,
     task="numerical_gradient(f, x, h): central differences (f(x+h·e_i) - f(x-h·e_i)) / 2h "
     "for every entry of the array x, leaving x unchanged",
     answer="numerical_gradient",
@@ -406,8 +435,8 @@ NUMERICAL_GRADIENT = Exercise(
             "That is the forward difference (f(x+h) - f(x)) / h, whose error shrinks only "
             "like h. The central difference (f(x+h) - f(x-h)) / 2h is accurate to h².",
             lambda got, exp, case: close(
-                    got, _central_differences(*case.inputs, kind="forward"), rtol=1e-9
-                ),
+                got, _central_differences(*case.inputs, kind="forward"), rtol=1e-9
+            ),
         ),
         Mistake(
             "The two points are 2h apart: divide the difference by 2h, not h.",
@@ -417,9 +446,9 @@ NUMERICAL_GRADIENT = Exercise(
             "Each entry must go back to its old value before the next one is nudged "
             "(otherwise later entries are evaluated at a shifted x).",
             lambda got, exp, case: (
-                    close(got, _central_differences(*case.inputs, restore=False), rtol=1e-9)
-                    and not close(got, exp)
-                ),
+                close(got, _central_differences(*case.inputs, restore=False), rtol=1e-9)
+                and not close(got, exp)
+            ),
         ),
         Mistake(
             "x changed: nudge a copy, or put every entry back when you are done with it.",

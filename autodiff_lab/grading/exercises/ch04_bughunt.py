@@ -106,7 +106,9 @@ def _missed(got, exp, case) -> set[str]:
 
 BUG_HUNT = Exercise(
     id="4.7",
-    title="A gradient-check bug hunt (capstone, hard)",
+    title="A gradient-check bug hunt",
+    level="hard",
+    minutes=30,
     task="find_wrong_rules(table): the names of the primitives whose vjp rule is wrong",
     answer="find_wrong_rules",
     cases=_cases,

@@ -248,7 +248,9 @@ def _returns_g_shape(got, exp, case) -> bool:
 
 RULES = Exercise(
     id="4.6",
-    title="Tensor backward rules (capstone, hard)",
+    title="Tensor backward rules",
+    level="hard",
+    minutes=45,
     task="write this backward rule (see the list above)",
     answer="BackwardRules",
     cases=_rules_cases,

@@ -12,8 +12,6 @@ from ._common import draw, finite
 __all__ = ["EXERCISES"]
 
 
-
-
 def _log_softmax(z: np.ndarray) -> np.ndarray:
     shifted = z - z.max(axis=1, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
@@ -47,6 +45,8 @@ def _accuracy_reference(inputs):
 ACCURACY = Exercise(
     id="5.1",
     title="Accuracy of a batch of predictions",
+    level="trivial",
+    minutes=5,
     task="accuracy(logits, targets): the fraction of rows whose largest logit is at the "
     "target class",
     answer="accuracy",
@@ -67,15 +67,15 @@ ACCURACY = Exercise(
             "The argmax must run along the classes (axis=1, one prediction per row), "
             "not down the batch (axis=0).",
             lambda got, exp, case: (
-                    not np.isclose(got, exp)
-                    and np.isclose(
-                        got,
-                        np.mean(
-                            np.argmax(case.inputs[0], axis=0)[: len(case.inputs[1])]
-                            == case.inputs[1][: case.inputs[0].shape[1]]
-                        ),
-                    )
-                ),
+                not np.isclose(got, exp)
+                and np.isclose(
+                    got,
+                    np.mean(
+                        np.argmax(case.inputs[0], axis=0)[: len(case.inputs[1])]
+                        == case.inputs[1][: case.inputs[0].shape[1]]
+                    ),
+                )
+            ),
         ),
     ),
     nudges=(
@@ -124,6 +124,8 @@ def _ce_grad_is(got, case, scale) -> bool:
 CROSS_ENTROPY = Exercise(
     id="5.2",
     title="Cross-entropy and its gradient",
+    level="medium",
+    minutes=20,
     task="cross_entropy(logits, targets): return (mean cross-entropy loss, dloss/dlogits), "
     "stable for large logits",
     answer="cross_entropy",
@@ -149,9 +151,8 @@ CROSS_ENTROPY = Exercise(
         Mistake(
             "The loss is the mean, not the sum, of the per-example losses.",
             lambda got, exp, case: (
-                    np.isclose(got[0], exp[0] * len(case.inputs[1]))
-                    and not np.isclose(got[0], exp[0])
-                ),
+                np.isclose(got[0], exp[0] * len(case.inputs[1])) and not np.isclose(got[0], exp[0])
+            ),
         ),
     ),
     nudges=(
@@ -221,6 +222,8 @@ def _momentum_is(got, case, variant) -> bool:
 MOMENTUM = Exercise(
     id="5.3",
     title="One step of SGD with momentum",
+    level="trivial",
+    minutes=5,
     task="sgd_momentum_step(param, grad, velocity, lr, momentum): return (new param, new "
     "velocity) with v = momentum*v + grad, param - lr*v",
     answer="sgd_momentum_step",
@@ -232,9 +235,9 @@ MOMENTUM = Exercise(
             "The update ignores the velocity: that is plain SGD. Update the velocity first "
             "(v = momentum·v + grad) and step along it.",
             lambda got, exp, case: (
-                    close(got[0], _momentum_reference(case.inputs, variant="no momentum")[0])
-                    and not close(got[0], exp[0])
-                ),
+                close(got[0], _momentum_reference(case.inputs, variant="no momentum")[0])
+                and not close(got[0], exp[0])
+            ),
         ),
         Mistake(
             "The step used the *old* velocity: update v first, then take param - lr·v "
@@ -245,10 +248,10 @@ MOMENTUM = Exercise(
             "The parameters are right, but the velocity is stored in the other convention "
             "(v = μv - lr·g). Use PyTorch's: v = μv + g, then param - lr·v.",
             lambda got, exp, case: (
-                    close(got[0], exp[0])
-                    and close(got[1], -case.inputs[2] * exp[1])
-                    and not close(got[1], exp[1])
-                ),
+                close(got[0], exp[0])
+                and close(got[1], -case.inputs[2] * exp[1])
+                and not close(got[1], exp[1])
+            ),
         ),
     ),
     nudges=(
@@ -267,17 +270,32 @@ def _linear_cases(rng):
         cases.append(
             Case(
                 f"random batch {n}, {i} → {o}",
-                (draw(rng, -2.0, 2.0, (n, i)), draw(rng, -2.0, 2.0, (i, o)), draw(rng, -2.0, 2.0, (o,)), draw(rng, -2.0, 2.0, (n, o))),
+                (
+                    draw(rng, -2.0, 2.0, (n, i)),
+                    draw(rng, -2.0, 2.0, (i, o)),
+                    draw(rng, -2.0, 2.0, (o,)),
+                    draw(rng, -2.0, 2.0, (n, o)),
+                ),
             )
         )
     cases += [
         Case(
             "edge: batch of one",
-            (draw(rng, -2.0, 2.0, (1, 3)), draw(rng, -2.0, 2.0, (3, 2)), draw(rng, -2.0, 2.0, (2,)), draw(rng, -2.0, 2.0, (1, 2))),
+            (
+                draw(rng, -2.0, 2.0, (1, 3)),
+                draw(rng, -2.0, 2.0, (3, 2)),
+                draw(rng, -2.0, 2.0, (2,)),
+                draw(rng, -2.0, 2.0, (1, 2)),
+            ),
         ),
         Case(
             "edge: upstream gradient of ones",
-            (draw(rng, -2.0, 2.0, (3, 2)), draw(rng, -2.0, 2.0, (2, 2)), np.zeros(2), np.ones((3, 2))),
+            (
+                draw(rng, -2.0, 2.0, (3, 2)),
+                draw(rng, -2.0, 2.0, (2, 2)),
+                np.zeros(2),
+                np.ones((3, 2)),
+            ),
         ),
     ]
     return cases
@@ -303,6 +321,8 @@ def _linear_part_is(got, case, which, make) -> bool:
 LINEAR = Exercise(
     id="5.4",
     title="A Linear layer: forward and backward",
+    level="easy",
+    minutes=10,
     task="linear_forward_backward(X, W, b, G): return (Y = X @ W + b, dX, dW, db) for "
     "upstream gradient G = dL/dY",
     answer="linear_forward_backward",
@@ -318,8 +338,8 @@ LINEAR = Exercise(
         Mistake(
             "db must have b's shape (out,): sum G over the batch axis (axis=0).",
             lambda got, exp, case: (
-                    not isinstance(got, dict) and np.shape(got[3]) != np.shape(exp[3])
-                ),
+                not isinstance(got, dict) and np.shape(got[3]) != np.shape(exp[3])
+            ),
         ),
         Mistake(
             "A matmul's shapes do not fit (ValueError). Each gradient has the shape of what it "
@@ -329,8 +349,8 @@ LINEAR = Exercise(
         Mistake(
             "dW = Xᵀ @ G sums over the batch already; do not divide it by the batch size.",
             lambda got, exp, case: _linear_part_is(
-                    got, case, 2, lambda x, w, b, g: x.T @ g / len(x)
-                ),
+                got, case, 2, lambda x, w, b, g: x.T @ g / len(x)
+            ),
         ),
     ),
     nudges=(
@@ -391,6 +411,8 @@ def _train_reference(inputs):
 TRAIN = Exercise(
     id="5.5",
     title="Fix the mini-batch training loop",
+    level="easy",
+    minutes=15,
     task="train(X, y, lr, epochs, batch_size, seed): buggy_train with its bug fixed; return (w, b)",
     answer="train",
     cases=_train_cases,

@@ -79,7 +79,9 @@ def _labels_only(got) -> bool:
 
 MOONS = Exercise(
     id="5.6",
-    title="An MLP and its training loop on two moons (capstone, hard)",
+    title="An MLP and its training loop on two moons",
+    level="hard",
+    minutes=45,
     task="train_moons(seed): train your own MLP, return predict(points) -> labels",
     answer="train_moons",
     cases=_moons_cases,

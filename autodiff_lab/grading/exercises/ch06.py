@@ -13,6 +13,8 @@ import numpy as np
 
 from ..runners.ch06 import (
     _Q,
+    _W,
+    DIRECTIONAL_FUNCTIONS,
     SCALAR_FUNCTIONS,
     TAG_PROBLEMS,
     VECTOR_FUNCTIONS,
@@ -70,8 +72,6 @@ TAG_ANSWERS = {  # the value of each of TAG_PROBLEMS, closed form
 }
 
 
-
-
 # --- scalar functions with every derivative in closed form -------------------------------
 # name -> (f written with the generic ops, k-th derivative as a closed form)
 
@@ -114,6 +114,8 @@ def _is_order(got, case, k) -> bool:
 NTH = Exercise(
     id="6.1",
     title="The n-th derivative by nesting grad",
+    level="easy",
+    minutes=10,
     task="nth_derivative(f, n): return the function x -> f^(n)(x), built by nesting grad",
     answer="nth_derivative",
     cases=_nth_cases,
@@ -137,59 +139,113 @@ NTH = Exercise(
 )
 
 
-# --- 6.2 Taylor coefficients ---------------------------------------------------------------
+# --- 6.2 Taylor coefficients along a direction ---------------------------------------------
+# The chapter nests grad for f: R -> R. Here f: R^3 -> R and the student must first reduce
+# to one variable, g(t) = f(x0 + t v), then nest grad on g at t = 0. References: closed
+# forms of g^(j)(0) / j!, with s = w.x0 and r = w.v for the functions of w.x.
+
+
+def _directional_derivatives(name: str, x0, v, degree: int) -> list[float]:
+    """g^(j)(0) for j = 0..degree, g(t) = f(x0 + t v), in closed form."""
+    x0, v = np.asarray(x0, dtype=float), np.asarray(v, dtype=float)
+    s, r = float(_W @ x0), float(_W @ v)
+    out = []
+    for j in range(degree + 1):
+        if name == "exp(w.x)":
+            out.append(r**j * math.exp(s))
+        elif name == "sin(w.x)":
+            out.append(r**j * math.sin(s + j * math.pi / 2))
+        elif name == "1/(1 - 0.2 w.x)":  # g = 1/(1 - 0.2 s - 0.2 r t)
+            out.append(math.factorial(j) * (0.2 * r) ** j / (1 - 0.2 * s) ** (j + 1))
+        elif name == "x.x":  # |x0|² + 2t x0.v + t²|v|²
+            out.append([float(x0 @ x0), 2 * float(x0 @ v), 2 * float(v @ v)][j] if j < 3 else 0.0)
+        else:  # x[0]*x[1]: (x00 + t v0)(x01 + t v1)
+            coefficients = [x0[0] * x0[1], x0[0] * v[1] + v[0] * x0[1], 2 * v[0] * v[1]]
+            out.append(float(coefficients[j]) if j < 3 else 0.0)
+    return out
 
 
 def _taylor_cases(rng):
-    names = sorted(SCALAR_FUNCTIONS)
+    names = sorted(DIRECTIONAL_FUNCTIONS)
     cases = []
-    for _ in range(5):
-        name = names[int(rng.integers(len(names)))]
-        x0, degree = draw(rng, -1.5, 1.5), int(rng.integers(2, 6))
-        cases.append(Case(f"random: {name} around {x0}, degree {degree}", (name, x0, degree)))
+    for k in range(5):
+        name = names[k]
+        x0 = [draw(rng, -1.5, 1.5) for _ in range(3)]
+        v = [draw(rng, -1.5, 1.5) for _ in range(3)]
+        degree = int(rng.integers(2, 6))
+        cases.append(
+            Case(f"random: {name}, x0 = {x0}, v = {v}, degree {degree}", (name, x0, v, degree))
+        )
     cases += [
-        Case("edge: degree 0 (just f(x0))", ("exp(-x)", 0.5, 0)),
-        Case("edge: x0 = 0, degree 7 of sin(2x)", ("sin(2x)", 0.0, 7)),
-        Case("edge: a polynomial is its own Taylor series", ("x^5 - 3x^2", 0.0, 6)),
+        Case("edge: degree 0 (just f(x0))", ("exp(w.x)", [0.5, 0.0, -0.5], [1.0, 1.0, 1.0], 0)),
+        Case("edge: v = e_1 (along one axis)", ("sin(w.x)", [0.2, 0.4, -0.1], [0.0, 1.0, 0.0], 4)),
+        Case(
+            "edge: v orthogonal to w (f constant along v)",
+            ("exp(w.x)", [0.3, 0.1, 0.2], [2.0, 1.0, 0.0], 3),
+        ),
+        Case("edge: a quadratic ends at order 2", ("x.x", [1.0, -2.0, 0.5], [0.5, 0.5, -1.0], 5)),
     ]
     return cases
 
 
 def _taylor_reference(inputs):
-    name, x0, degree = inputs
-    return [_derivative(name, x0, j) / math.factorial(j) for j in range(degree + 1)]
+    name, x0, v, degree = inputs
+    derivatives = _directional_derivatives(name, x0, v, degree)
+    return [d / math.factorial(j) for j, d in enumerate(derivatives)]
 
 
 def _plain_derivatives(case) -> list[float]:
-    name, x0, degree = case.inputs
-    return [_derivative(name, x0, j) for j in range(degree + 1)]
+    return _directional_derivatives(*case.inputs)
+
+
+def _taylor_is(got, case, v) -> bool:
+    """True when got is the right answer for direction v instead of the case's own."""
+    name, x0, _v, degree = case.inputs
+    wrong = _taylor_reference((name, x0, v, degree))
+    return close(got, wrong) and not close(got, _taylor_reference(case.inputs))
 
 
 TAYLOR = Exercise(
     id="6.2",
-    title="Taylor coefficients from repeated grad",
-    task="taylor_coefficients(f, x0, degree): return [f(x0), f'(x0), f''(x0)/2!, ..., "
-    "f^(degree)(x0)/degree!]",
-    answer="taylor_coefficients",
+    title="Taylor coefficients along a direction",
+    level="medium",
+    minutes=20,
+    task="taylor_along(f, x0, v, degree): Taylor coefficients of g(t) = f(x0 + t*v) at t = 0: "
+    "[g(0), g'(0), g''(0)/2!, ..., g^(degree)(0)/degree!]",
+    answer="taylor_along",
     cases=_taylor_cases,
     run=_taylor_run,
     reference=_taylor_reference,
     mistakes=(
         Mistake(
             "These are the derivatives themselves: the j-th Taylor coefficient is "
-            "f^(j)(x0) / j! (use math.factorial).",
-            lambda got, exp, case: case.inputs[2] >= 2 and close(got, _plain_derivatives(case)),
+            "g^(j)(0) / j! (use math.factorial).",
+            lambda got, exp, case: case.inputs[3] >= 2 and close(got, _plain_derivatives(case)),
         ),
         Mistake(
-            "Wrong number of coefficients: degree d needs d + 1 of them, from f(x0) "
+            "Wrong number of coefficients: degree d needs d + 1 of them, from g(0) "
             "(order 0) up to order d.",
             lambda got, exp, case: len(got) != len(exp),
         ),
+        Mistake(
+            "The direction v was not used (these are the coefficients along (1, 1, 1)): "
+            "g(t) = f(x0 + t·v), so every derivative of g carries v — g'(0) = ∇f(x0)·v.",
+            lambda got, exp, case: _taylor_is(got, case, [1.0, 1.0, 1.0]),
+        ),
+        Mistake(
+            "Coefficient j was divided by j, not by j! (for j ≥ 2 they differ).",
+            lambda got, exp, case: (
+                case.inputs[3] >= 2
+                and close(got, [d / max(j, 1) for j, d in enumerate(_plain_derivatives(case))])
+                and not close(got, exp)
+            ),
+        ),
     ),
     nudges=(
-        "Keep one function `derivative` (start with f) and apply grad to it after each "
-        "coefficient.",
-        "Coefficient j is derivative(x0) / math.factorial(j), with derivative = grad^j(f).",
+        "Reduce to one variable: g = lambda t: f(x0 + t * v) is a function of a number t, "
+        "and nested grad works on it at t = 0 (pass t as np.array(0.0): t * v is then an "
+        "array operation the engine records).",
+        "Coefficient j is grad^j(g)(np.array(0.0)) / math.factorial(j), for j = 0..degree.",
     ),
 )
 
@@ -233,6 +289,8 @@ def _hvp_reference(inputs):
 HVP = Exercise(
     id="6.3",
     title="A Hessian-vector product without the Hessian",
+    level="easy",
+    minutes=10,
     task="hvp(f, x, v): return H(x) @ v for a scalar f, as the jvp of grad(f) along v",
     answer="hvp",
     cases=_hvp_cases,
@@ -243,9 +301,9 @@ HVP = Exercise(
             "That is the gradient of f, not H v: jvp returns a pair (value, tangent), and "
             "the value of grad(f) at x is the gradient. Take the tangent.",
             lambda got, exp, case: (
-                    close(got, _GRADIENTS[case.inputs[0]](np.array(case.inputs[1])))
-                    and not close(got, exp)
-                ),
+                close(got, _GRADIENTS[case.inputs[0]](np.array(case.inputs[1])))
+                and not close(got, exp)
+            ),
         ),
         Mistake(
             "H v has the shape of x (one number per input). A 3x3 result is the whole "
@@ -299,6 +357,8 @@ def _is_confused(got, expected, case) -> bool:
 TAGGED = Exercise(
     id="6.4",
     title="A forward-mode derivative that nests",
+    level="medium",
+    minutes=20,
     task="derivative(f, x): df/dx with Dual(x, 1.0, tag) for a fresh tag = new_tag(); "
     "the tangent only if f(...) is a Dual with that tag, else 0.0",
     answer="derivative",

@@ -68,3 +68,8 @@ def _column_run(answer, inputs):
     name, x, j = inputs
     column = answer(JACOBIAN_FUNCTIONS[name], np.asarray(x, dtype=np.float64), j)
     return as_array(column)
+
+
+def _heron_run(answer, inputs):
+    a, steps = inputs
+    return _pair(answer(a, steps))

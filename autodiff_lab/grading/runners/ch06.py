@@ -27,9 +27,43 @@ def _nth_run(answer, inputs):
     return number(answer(SCALAR_FUNCTIONS[name], n)(x))
 
 
+_W = np.array([0.5, -1.0, 0.8])
+
+
+def _exp_of_w_dot(x):
+    return ops.exp((_W * x).sum())
+
+
+def _sin_of_w_dot(x):
+    return ops.sin((_W * x).sum())
+
+
+def _geometric(x):
+    return 1 / (1 - (0.2 * _W * x).sum())
+
+
+def _squared_norm(x):
+    return (x * x).sum()
+
+
+def _first_times_second(x):
+    return x[0] * x[1]
+
+
+#: f: R^3 -> R for 6.2, written with the generic ops (they work on arrays and Tensors).
+DIRECTIONAL_FUNCTIONS = {
+    "exp(w.x)": _exp_of_w_dot,
+    "sin(w.x)": _sin_of_w_dot,
+    "1/(1 - 0.2 w.x)": _geometric,
+    "x.x": _squared_norm,
+    "x[0]*x[1]": _first_times_second,
+}
+
+
 def _taylor_run(answer, inputs):
-    name, x0, degree = inputs
-    return [number(c) for c in answer(SCALAR_FUNCTIONS[name], x0, degree)]
+    name, x0, v, degree = inputs
+    out = answer(DIRECTIONAL_FUNCTIONS[name], np.array(x0), np.array(v), degree)
+    return [number(c) for c in out]
 
 
 _Q = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, -1.0], [0.0, -1.0, 4.0]])
