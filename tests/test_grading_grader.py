@@ -243,7 +243,8 @@ def test_csv_and_reports(batch):
     report = (batch["report"] / f"{report_name('dave')}.md").read_text()
     assert report.startswith("# Feedback for dave")
     assert "## dave/97\\_work\\.ipynb: 0 / 16 points" in report
-    assert "| 97.1 The derivative of sin | 0 / 6 | timed out |" in report
+    (row,) = [line for line in report.splitlines() if line.startswith("| 97.1 ")]
+    assert row.startswith("| 97.1 The derivative of sin") and "| 0 / 6 | timed out |" in row
     assert {p.name for p in batch["report"].iterdir()} == {
         f"{report_name(s)}.md" for s in ("alice", "bob", "carol", "dave", "erin", "frank")
     }

@@ -225,12 +225,27 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _memory_of(pid: int) -> int:
+    """Bytes of memory ``pid`` holds: its proportional share (PSS: pages shared after a
+    fork count once in all), else its resident size."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class ProcessWatch:
     """The processes of one worker, counted and measured (Linux ``/proc``).
 
     In the sandbox: every process in the worker's PID namespace (a new session or a
     cleared environment does not leave it). Without: every process carrying the run's
-    token. Their number and their summed resident memory are what the limits apply to
+    token. Their number and their summed memory (PSS) are what the limits apply to
     (``RLIMIT_NPROC`` cannot: it counts every process of the grader's user, and none for
     root).
     """
@@ -261,14 +276,8 @@ class ProcessWatch:
         pids = self.pids()
         if len(pids) > max_processes:
             return "processes"
-        page = os.sysconf("SC_PAGE_SIZE")
-        rss = 0
-        for pid in pids:
-            try:
-                rss += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
-            except (OSError, ValueError, IndexError):
-                continue
-        return "memory" if rss > memory_mb * 2**20 else None
+        used = sum(_memory_of(pid) for pid in pids)
+        return "memory" if used > memory_mb * 2**20 else None
 
 
 def describe_exit(returncode: int | None) -> str:
