@@ -182,37 +182,29 @@ def log_softmax_backward(x, g, axis=-1):
     return g - stable_softmax(x, axis) * g.sum(axis=axis, keepdims=True)
 
 
-def numerical_gradient(f, x, h):
-    grad = np.zeros_like(x)
+def _numerical_jacobian(f, x, h, *, forward=False, restore=True, out_first=True):
+    """Central differences J[o..., i...]; the keywords make the plausible wrong versions."""
+    x = x if restore else x.copy()  # the non-restoring version nudges its own copy
+    out_shape = np.shape(f(x))
+    jac = np.zeros(out_shape + x.shape) if out_first else np.zeros(x.shape + out_shape)
     for i in np.ndindex(x.shape):
         saved = x[i]
         x[i] = saved + h
-        up = f(x)
-        x[i] = saved - h
-        down = f(x)
-        x[i] = saved
-        grad[i] = (up - down) / (2 * h)
-    return grad
+        up = np.asarray(f(x))
+        x[i] = saved if forward else saved - h
+        down = np.asarray(f(x))
+        if restore:
+            x[i] = saved
+        slope = (up - down) / (h if forward else 2 * h)
+        if out_first:
+            jac[(...,) + i] = slope
+        else:
+            jac[i] = slope
+    return jac
 
 
-def _forward_difference(f, x, h):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        nudged = x.copy()
-        nudged[i] += h
-        grad[i] = (f(nudged) - f(x)) / h
-    return grad
-
-
-def _central_difference_without_restoring(f, x, h):
-    x, grad = x.copy(), np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        saved = x[i]
-        x[i] = saved + h
-        up = f(x)
-        x[i] = saved - h
-        grad[i] = (up - f(x)) / (2 * h)
-    return grad
+def numerical_jacobian(f, x, h):
+    return _numerical_jacobian(f, x, h)
 
 
 def accuracy(logits, targets):
@@ -263,7 +255,7 @@ RIGHT = {
     "2.1": jacobian_passes, "2.2": vjp_f, "2.3": backward_by_hand, "2.4": topological_sort,
     "3.1": exp_op, "3.2": pow_op, "3.3": sigmoid_op, "3.4": backward, "3.5": fit,
     "4.1": unbroadcast, "4.2": matmul_backward, "4.3": stable_softmax,
-    "4.4": log_softmax_backward, "4.5": numerical_gradient,
+    "4.4": log_softmax_backward, "4.5": numerical_jacobian,
     "5.1": accuracy, "5.2": cross_entropy, "5.3": sgd_momentum_step,
     "5.4": linear_forward_backward, "5.5": train,
 }  # fmt: skip
@@ -395,8 +387,9 @@ WRONG = [
         lambda x, g, axis: -log_softmax_backward(x, g, axis),
         "sign is flipped",
     ),
-    ("4.5", _forward_difference, "forward difference"),
-    ("4.5", _central_difference_without_restoring, "back to its old value"),
+    ("4.5", lambda f, x, h: _numerical_jacobian(f, x, h, forward=True), "forward difference"),
+    ("4.5", lambda f, x, h: _numerical_jacobian(f, x, h, restore=False), "back to its old value"),
+    ("4.5", lambda f, x, h: _numerical_jacobian(f, x, h, out_first=False), "wrong order"),
     ("5.1", lambda z, y: float(np.sum(z.argmax(axis=1) == y)), "count of correct rows"),
     ("5.1", lambda z, y: float(np.mean(z.argmax(axis=0) == y)), "along the classes"),
     ("5.2", lambda z, y: (cross_entropy(z, y)[0], cross_entropy(z, y)[1] * len(y)), "1/N"),
@@ -572,6 +565,25 @@ def test_directional_taylor_reference_matches_torch(torch, rng):
         )
 
 
+def test_numerical_jacobian_reference_matches_torch(torch, rng):
+    """4.5's reference (central differences) is within O(h²) of PyTorch's exact Jacobian."""
+    fns = {
+        "sum(x**3)": lambda x: (x**3).sum(),
+        "softmax(x)": lambda x: torch.softmax(x, dim=0),
+        "cumsum(x**2)": lambda x: torch.cumsum(x**2, dim=0),
+        "tanh(x @ x.T)": lambda x: torch.tanh(x @ x.T),
+        "x * sum(x)": lambda x: x * x.sum(),
+        "sin(x)[:2] * x[-1]": lambda x: torch.sin(x)[:2] * x[-1],
+    }
+    for case in ch04.NUMERICAL_GRADIENT.cases(rng):
+        name, x, h = case.inputs
+        exact = torch.autograd.functional.jacobian(fns[name], torch.tensor(x, dtype=torch.float64))
+        tolerance = 1e-6 if h < 1e-3 else 0.0  # cumsum(x**2) is quadratic: exact at any h
+        np.testing.assert_allclose(
+            ch04.NUMERICAL_GRADIENT.reference(case.inputs), exact.numpy(), atol=tolerance + 1e-8
+        )
+
+
 def test_pow_and_sigmoid_references_match_torch(torch):
     for a, b, g in [(0.7, -1.3, 0.4), (2.5, 2.0, -1.0)]:
         ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
@@ -606,22 +618,6 @@ def test_tensor_references_match_torch(torch, rng):
     t = torch.zeros(shape, requires_grad=True)
     (t.expand(2, 4, 3) * torch.tensor(grad)).sum().backward()
     np.testing.assert_allclose(ch04._unbroadcast_reference((grad, shape)), t.grad.numpy())
-
-
-def test_gradient_check_functions_match_torch(torch, rng):
-    """Central differences of each 4.5 function agree with PyTorch's exact gradient."""
-    torch_fns = {
-        "sum(x**3)": lambda x: (x**3).sum(),
-        "log(sum(exp(x)))": lambda x: torch.logsumexp(x.flatten(), 0),
-        "sum(sin(x) * x[::-1])": lambda x: (torch.sin(x) * torch.flip(x, [0])).sum(),
-        "sum(tanh(x @ x.T))": lambda x: torch.tanh(x @ x.T).sum(),
-    }
-    for name, fn in torch_fns.items():
-        x = rng.uniform(-1, 1, size=(3, 2))
-        tx = torch.tensor(x, requires_grad=True)
-        fn(tx).backward()
-        numeric = ch04._gradcheck_reference((name, x, 1e-5))
-        np.testing.assert_allclose(numeric, tx.grad.numpy(), rtol=1e-6, atol=1e-8)
 
 
 def test_training_references_match_torch(torch, rng):

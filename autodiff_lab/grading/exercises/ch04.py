@@ -369,74 +369,95 @@ LOGSOFTMAX = Exercise(
 )
 
 
-# --- 4.5 a numerical gradient for gradient checks ----------------------------------------
+# --- 4.5 a numerical Jacobian for gradient checks -----------------------------------------
+# The chapter's numeric_gradient handles a scalar f. Here f returns an array (or a number):
+# the student must decide the layout J[out index..., in index...] (out axes first, as
+# jacrev / torch.autograd.functional.jacobian do) and fill one slice per nudged entry.
 
 
 def _gradcheck_cases(rng):
     cases = [
-        Case("random 1-D, f = sum(x**3)", ("sum(x**3)", draw(rng, -2.0, 2.0, (4,)), 1e-4)),
+        Case("random 1-D, f = softmax(x)", ("softmax(x)", draw(rng, -2.0, 2.0, (4,)), 1e-5)),
+        Case("random 1-D, f = cumsum(x**2)", ("cumsum(x**2)", draw(rng, -2.0, 2.0, (5,)), 1e-5)),
         Case(
-            "random 1-D, f = log(sum(exp(x)))",
-            ("log(sum(exp(x)))", draw(rng, -2.0, 2.0, (5,)), 1e-4),
+            "random 2×3 in, 2×2 out: tanh(x @ x.T)",
+            ("tanh(x @ x.T)", draw(rng, -1.0, 1.0, (2, 3)), 1e-5),
         ),
         Case(
-            "random 2×3, f = sum(tanh(x @ x.T))",
-            ("sum(tanh(x @ x.T))", draw(rng, -2.0, 2.0, (2, 3)), 1e-4),
+            "random 2×2 in and out: x * sum(x)", ("x * sum(x)", draw(rng, -2.0, 2.0, (2, 2)), 1e-5)
         ),
         Case(
-            "random 3-D, f = sum(sin(x) * x[::-1])",
-            ("sum(sin(x) * x[::-1])", draw(rng, -2.0, 2.0, (2, 2, 2)), 1e-4),
+            "random 3 in, 2 out: sin(x)[:2] * x[-1]",
+            ("sin(x)[:2] * x[-1]", draw(rng, -2.0, 2.0, (3,)), 1e-5),
         ),
     ]
     cases += [
-        Case("edge: one entry", ("sum(x**3)", np.array([0.5]), 1e-3)),
-        Case("edge: a large step h = 0.1", ("sum(x**3)", np.array([1.0, -2.0, 0.5]), 0.1)),
+        Case(
+            "edge: a number out (the Jacobian is the gradient)",
+            ("sum(x**3)", draw(rng, -2.0, 2.0, (2, 2)), 1e-5),
+        ),
+        Case("edge: one entry in", ("cumsum(x**2)", np.array([0.5]), 1e-4)),
+        Case("edge: a large step h = 0.1", ("cumsum(x**2)", np.array([1.0, -2.0, 0.5]), 0.1)),
     ]
     return cases
 
 
-def _central_differences(name, x, h, *, kind="central", restore=True):
-    """(f(x + h e_i) - f(x - h e_i)) / 2h for every entry i (or the forward difference)."""
+def _central_differences(name, x, h, *, kind="central", restore=True, out_first=True):
+    """J[o..., i...] = (f(x + h e_i) - f(x - h e_i))[o] / 2h (or variants, for mistakes)."""
     f = GRADCHECK_FUNCTIONS[name]
     x = np.array(x, dtype=np.float64)
-    grad = np.zeros_like(x)
+    out_shape = np.shape(f(x))
+    columns = np.zeros(x.shape + out_shape)  # one slice per input entry, then reordered
     for i in np.ndindex(x.shape):
         old = x[i]
         x[i] = old + h
-        up = f(x)
+        up = np.asarray(f(x), dtype=np.float64)
         if kind == "forward":
             x[i] = old
-            grad[i] = (up - f(x)) / h
+            columns[i] = (up - np.asarray(f(x))) / h
         else:
             x[i] = old - h
-            grad[i] = (up - f(x)) / (2 * h)
+            columns[i] = (up - np.asarray(f(x))) / (2 * h)
         if restore:
             x[i] = old
-    return grad
+    if not out_first:
+        return columns
+    return np.moveaxis(columns, list(range(x.ndim)), list(range(len(out_shape), columns.ndim)))
 
 
 def _gradcheck_reference(inputs):
     return _central_differences(*inputs)
 
 
+def _is_variant(got, case, **wrong) -> bool:
+    expected = _central_differences(*case.inputs)
+    return close(got, _central_differences(*case.inputs, **wrong), rtol=1e-9) and not close(
+        got, expected
+    )
+
+
 NUMERICAL_GRADIENT = Exercise(
     id="4.5",
-    title="A numerical gradient for gradient checks",
-    level="easy",
-    minutes=15,
-    task="numerical_gradient(f, x, h): central differences (f(x+h·e_i) - f(x-h·e_i)) / 2h "
-    "for every entry of the array x, leaving x unchanged",
-    answer="numerical_gradient",
+    title="A numerical Jacobian for gradient checks",
+    level="medium",
+    minutes=20,
+    task="numerical_jacobian(f, x, h): J of shape f(x).shape + x.shape by central differences "
+    "(f(x+h·e_i) - f(x-h·e_i)) / 2h, leaving x unchanged",
+    answer="numerical_jacobian",
     cases=_gradcheck_cases,
     run=_gradcheck_run,
     reference=_gradcheck_reference,
     mistakes=(
         Mistake(
+            "The axes are in the wrong order: J[o, i] = ∂f_o/∂x_i has the OUTPUT's axes "
+            "first (shape f(x).shape + x.shape), as jacrev and "
+            "torch.autograd.functional.jacobian lay it out. Nudging x[i] fills J[..., i].",
+            lambda got, exp, case: _is_variant(got, case, out_first=False),
+        ),
+        Mistake(
             "That is the forward difference (f(x+h) - f(x)) / h, whose error shrinks only "
             "like h. The central difference (f(x+h) - f(x-h)) / 2h is accurate to h².",
-            lambda got, exp, case: close(
-                got, _central_differences(*case.inputs, kind="forward"), rtol=1e-9
-            ),
+            lambda got, exp, case: _is_variant(got, case, kind="forward"),
         ),
         Mistake(
             "The two points are 2h apart: divide the difference by 2h, not h.",
@@ -445,10 +466,7 @@ NUMERICAL_GRADIENT = Exercise(
         Mistake(
             "Each entry must go back to its old value before the next one is nudged "
             "(otherwise later entries are evaluated at a shifted x).",
-            lambda got, exp, case: (
-                close(got, _central_differences(*case.inputs, restore=False), rtol=1e-9)
-                and not close(got, exp)
-            ),
+            lambda got, exp, case: _is_variant(got, case, restore=False),
         ),
         Mistake(
             "x changed: nudge a copy, or put every entry back when you are done with it.",
@@ -456,8 +474,10 @@ NUMERICAL_GRADIENT = Exercise(
         ),
     ),
     nudges=(
-        "Loop over every index of x (np.ndindex(x.shape) works for any shape).",
-        "For index i: save x[i], evaluate f at x[i] + h and at x[i] - h, restore x[i].",
+        "Call f(x) once to learn the output's shape; allocate J with shape "
+        "out_shape + x.shape; loop over every index i of x (np.ndindex).",
+        "For index i: save x[i], evaluate f at x[i] + h and at x[i] - h, restore x[i], and "
+        "store the difference / 2h in J[(...,) + i].",
     ),
 )
 

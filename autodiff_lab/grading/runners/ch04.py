@@ -40,11 +40,19 @@ def _logsm_run(answer, inputs):
         return as_array(answer(x, g, axis))
 
 
+def _softmax(x):
+    z = np.exp(x - x.max())
+    return z / z.sum()
+
+
+#: f: array -> array (or a number) for 4.5; plain numpy, no autodiff.
 GRADCHECK_FUNCTIONS = {
     "sum(x**3)": lambda x: float(np.sum(x**3)),
-    "log(sum(exp(x)))": lambda x: float(np.log(np.sum(np.exp(x)))),
-    "sum(sin(x) * x[::-1])": lambda x: float(np.sum(np.sin(x) * x[::-1])),
-    "sum(tanh(x @ x.T))": lambda x: float(np.sum(np.tanh(x @ x.T))),
+    "softmax(x)": _softmax,
+    "cumsum(x**2)": lambda x: np.cumsum(x**2),
+    "tanh(x @ x.T)": lambda x: np.tanh(x @ x.T),
+    "x * sum(x)": lambda x: x * np.sum(x),
+    "sin(x)[:2] * x[-1]": lambda x: np.sin(x)[:2] * x[-1],
 }
 
 
@@ -52,7 +60,7 @@ def _gradcheck_run(answer, inputs):
     name, x, h = inputs
     x = np.array(x, dtype=np.float64)
     before = x.copy()
-    grad = as_array(answer(GRADCHECK_FUNCTIONS[name], x, h))
+    jacobian = as_array(answer(GRADCHECK_FUNCTIONS[name], x, h))
     if not np.array_equal(x, before):
         return {"error": "changed x", "message": "x is not the same after the call"}
-    return grad
+    return jacobian
