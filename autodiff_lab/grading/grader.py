@@ -833,7 +833,8 @@ def grade_batch(
         if not first and not rest:
             return summary
         keep = _paths_workers_need(registry.all_exercises())
-        hide = _paths_workers_must_not_see(settings, submissions)
+        # Outside the sandbox's allowlist anyway; hidden too should TMPDIR lie inside it.
+        hide = [*_paths_workers_must_not_see(settings, submissions), root]
         disable = None if progress is None else not progress
         bar = tqdm(total=len(first) + len(rest), desc="grading", unit="notebook", disable=disable)
         pool = ThreadPoolExecutor(max_workers=max(1, int(jobs)))

@@ -258,7 +258,7 @@ class ProcessWatch:
         if not Path("/proc").is_dir():
             return []
         if not self.sandboxed:
-            return [self.proc.pid, *processes_with_token(self.token)]
+            return sorted({self.proc.pid, *processes_with_token(self.token)})
         if not self.namespace:
             inner = _children(self.proc.pid)
             self.namespace = _pid_namespace(inner[0]) if inner else ""
