@@ -3,17 +3,23 @@
 With `bubblewrap <https://github.com/containers/bubblewrap>`_ (Debian: ``apt install
 bubblewrap``) every worker runs with:
 
-- new PID, mount, network, IPC and UTS namespaces (``--unshare-all``): it sees only its
-  own processes (not the grader, not other students' workers), has no network, and every
-  process it starts is killed when it ends (``--die-with-parent``; the namespace's first
-  process takes all others with it);
-- the whole filesystem read-only (``--ro-bind / /``, all capabilities dropped), so the
-  Python environment cannot be changed (no ``.pth`` file, no edited package);
-- an empty ``/tmp`` and empty folders over the course folder, the home folder, the
-  submissions, the gradebook and its exports, ``solutions/`` and the exercise references
-  (``autodiff_lab/grading/exercises``); the Python environment and the package's student
-  side are then bound back read-only;
+- new user, PID, mount, network, IPC and UTS namespaces (``--unshare-all``), as uid/gid
+  65534 (nobody): it sees only its own processes (not the grader, not other students'
+  workers), has no network, and every process it starts is killed when it ends
+  (``--die-with-parent``; the namespace's first process takes all others with it);
+- an ALLOWLIST of the file system, read-only, all capabilities dropped: the system
+  folders (:data:`SYSTEM_FOLDERS`, with the secrets of :data:`MASKED` covered by empty
+  ones), the Python environment and the package's student side (``keep``); inside those,
+  the exercise references and ``solutions/`` covered by empty folders. Nothing else of
+  the machine exists there: not the course folder or its ``.git``, other students'
+  copies (whatever ``TMPDIR`` is), submissions, gradebook, exports;
+- a ``/tmp`` of its own, a RAM tmpfs of :data:`SANDBOX_TMP_MB` MB where bubblewrap has
+  ``--size`` (0.7+);
 - its own scratch copy of its submission, writable, at :data:`SCRATCH_IN_SANDBOX`.
+
+The worker's uid is mapped to the grader's: a grader running as root leaves the root-owned
+files of the allowlist readable, hence :data:`MASKED`. Processes and memory of all the
+worker's processes are watched by :mod:`~autodiff_lab.grading.supervise`.
 
 Without bubblewrap the worker is a plain process of the grader's user: the grader says so
 (a line at start, a column of the CSV, a line in each report), and ``--require-sandbox``
