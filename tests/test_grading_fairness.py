@@ -20,6 +20,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -613,3 +614,44 @@ def hvp(f, x, v):
     assert set(calls) == {"exercise 2.4", "exercise 4.1", "exercise 4.3", "exercise 6.3"}
     assert "topological_order" in calls["exercise 2.4"] and "F.hvp" in calls["exercise 6.3"]
     assert "ops.softmax" in calls["exercise 4.3"] and "Tensor" not in calls["exercise 4.3"]
+
+
+def test_ctrl_c_does_not_wait_for_a_stuck_notebook_and_keeps_its_mark(tmp_path, monkeypatch):
+    """Red team #4: Ctrl-C while a grading thread is stuck returns at once; the stuck
+    notebook stays marked (as graded beside others), so the next run grades it first,
+    alone."""
+    from autodiff_lab.grading import grader
+    from autodiff_lab.grading.sandbox import Sandbox
+
+    load_test_exercises()
+    subs = tmp_path / "subs"
+    for name in ("ok", "stuck"):
+        write_notebook(subs / name / "97_work.ipynb", [SETUP, CORRECT["dsin"]])
+    release = threading.Event()
+    real = grader.grade_staged
+
+    def grade_staged(staged, *args, **kwargs):
+        if staged.submission.student == "stuck":
+            release.wait(60)  # a thread that ignores the stop signal
+        return real(staged, *args, **kwargs)
+
+    def interrupt(result):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(grader, "grade_staged", grade_staged)
+    settings = grader.Settings(sandbox=Sandbox("none", reason="test"), timeout=10)
+    submissions = grader.collect_submissions([subs])
+    start = time.monotonic()
+    try:
+        with Gradebook(tmp_path / "book.sqlite") as book:
+            with pytest.raises(KeyboardInterrupt):
+                grader.grade_batch(
+                    submissions, book, jobs=2, settings=settings, progress=False,
+                    on_graded=interrupt,
+                )  # fmt: skip
+            elapsed = time.monotonic() - start
+            left = {Path(k).parent.name: v for k, v in book.in_progress().items()}
+    finally:
+        release.set()
+    assert elapsed < 15
+    assert [(name, alone) for name, (_, alone) in left.items()] == [("stuck", 0)]
