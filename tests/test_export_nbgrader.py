@@ -43,7 +43,7 @@ def test_nbgrader_generate_and_autograde_match_the_grader(tmp_path: Path) -> Non
         return write(course / "submitted" / student / "ch01" / name, nb)
 
     answer_ids = [k for k, c in solved.items() if c["metadata"]["nbgrader"]["solution"]]
-    assert answer_ids == [f"answer-1_{k}" for k in range(1, 6)]
+    assert answer_ids == [f"answer-1_{k}" for k in range(1, 7)]
     paths = {
         "solved": submission("solved", {k: source(solved[k]) for k in answer_ids}),
         "stub": submission("stub", {}),
@@ -63,7 +63,7 @@ def test_nbgrader_generate_and_autograde_match_the_grader(tmp_path: Path) -> Non
                     exercise_id = grade.cell.name[5:].replace("_", ".")
                     nbgrader_points.setdefault(student, {})[exercise_id] = grade.score
                     maximum[exercise_id] = grade.max_score
-    ids = [f"1.{k}" for k in range(1, 6)]
+    ids = [f"1.{k}" for k in range(1, 7)]
     assert sorted(maximum) == ids
     assert nbgrader_points["solved"] == maximum  # full marks
     assert nbgrader_points["stub"] == dict.fromkeys(ids, 0.0)  # zero

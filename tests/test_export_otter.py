@@ -54,7 +54,7 @@ def test_otter_assign_and_run_match_the_grader(tmp_path: Path) -> None:
     assert str(SEED) not in json.dumps(student)
 
     solutions = _answers_in_master(read_nb(folder / NAME))
-    assert len(solutions) == len(released) == 5
+    assert len(solutions) == len(released) == 6  # exercises 1.1–1.6
 
     def submission(name: str, answers: list[str]) -> Path:
         nb = copy.deepcopy(student)
@@ -81,7 +81,7 @@ def test_otter_assign_and_run_match_the_grader(tmp_path: Path) -> None:
                 exercise_id = test["name"][2:].replace("_", ".")
                 otter_points.setdefault(name, {})[exercise_id] = float(test["score"])
                 maximum[exercise_id] = float(test["max_score"])
-    ids = [f"1.{k}" for k in range(1, 6)]
+    ids = [f"1.{k}" for k in range(1, 7)]
     assert sorted(maximum) == ids
     assert otter_points["solved"] == maximum  # full marks
     assert otter_points["stub"] == dict.fromkeys(ids, 0.0)  # zero
