@@ -437,7 +437,8 @@ def red_batch(tmp_path_factory):
     fat = (  # five forked children of 120 MB each: each under --memory, together over it
         "import os, time\nimport numpy as np\nfor _ in range(5):\n    if os.fork() == 0:\n"
         "        try:\n            a = np.ones(15_000_000)\n            time.sleep(20)\n"
-        "        finally:\n            os._exit(0)\ntime.sleep(8)"
+        "        finally:\n            os._exit(0)\nwhile True:  # the alarm does not stop it\n"
+        "    try:\n        time.sleep(8)\n    except KeyboardInterrupt:\n        pass"
     )
     write_notebook(subs / "fat" / "97_work.ipynb", [CORRECT["square"], fat])  # #6
     names = [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv")]
