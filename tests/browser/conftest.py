@@ -180,7 +180,7 @@ THIRD_PARTY_CONSOLE_ERRORS = [
     # jupyterlab-rise 0.43 (its bundled @jupyter/web-components design tokens: a
     # colorContrast/reflectToCSS recursion in static/rise/*.bundle.js) logs dozens of these
     # when a slideshow opens; a 2-cell notebook with no course code logs 31 of them
-    # (measured 2026-11-30). Reported upstream as jupyterlab-contrib/rise#144.
+    # (measured 2026-11-30). A similar report upstream: jupyterlab-contrib/rise#144.
     (r"RangeError: Maximum call stack size exceeded", r"/static/rise/"),
     # RISE always asks for <notebook stem>.css beside the notebook (its per-notebook style
     # hook; notebooks/rise.css, its per-folder hook, exists): the server answers 404.
@@ -189,11 +189,18 @@ THIRD_PARTY_CONSOLE_ERRORS = [
     # ipylab, notebook's lab extension) into an app that lacks the services they need.
     (r"shared module|Shared module|Plugin '[^']+' failed to activate"
      r"|Cannot access '\w+' before initialization", r"/(rise|voila)/"),
-    # Notebook 7.6's own core (notebook_core.*.js, a settings "load" signal handler) throws
-    # this on every page load; a 2-cell notebook with no course code throws it too
+    # Notebook 7.6's own core (notebook_core.*.js) throws these: the first on every page
+    # load (a settings "load" signal handler), the second when a JupyterLab page was open
+    # on the same server before; a 2-cell notebook with no course code throws both
     # (measured 2026-11-30).
-    (r"uncaught Cannot read properties of undefined \(reading 'schema'\)",
+    (r"uncaught (Cannot read properties of undefined \(reading 'schema'\)"
+     r"|Command 'filebrowser:open-path' not registered)",
      r"/static/notebook/notebook_core\."),
+    # jupyter_server 2's FileFindHandler caches a static file's absolute path by its name
+    # alone (handlers.py, `_static_paths`), and Notebook 7 and JupyterLab ship the same
+    # hashed fonts (e.g. 620019ed9d1100b6.woff2): once one app fetched a font, the other
+    # app's request for it is refused with 403 "not in root static directory" (server log).
+    (r"403.*?/static/(lab|notebook)/[0-9a-f]+\.(woff2?|ttf|eot)", r""),
     # The machine has no network: Voila's template links Font Awesome from a CDN, reveal.js
     # themes link Google Fonts.
     (r"ERR_NAME_NOT_RESOLVED|ERR_INTERNET_DISCONNECTED",

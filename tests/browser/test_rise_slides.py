@@ -60,3 +60,17 @@ def test_jupyterlab_presents_a_chapter_as_rise_slides(jupyterlab, browser_page, 
     index, _, heading = frame.evaluate(CURRENT_SLIDE_JS)
     assert index == 1 and heading == titles[1]
     screenshot(page, "rise_slideshow_04_second_slide")
+
+    # the key each chapter's first cell names: Space walks fragments and sub-slides in
+    # order (where the code sits); the right arrow would jump to the next slide instead
+    in_subslide = (
+        "() => !!document.querySelector("
+        "'.reveal .slides > section.present > section.present:not(:first-child)')"
+    )
+    for _ in range(4):
+        frame.locator(".reveal").press("Space")
+        if frame.evaluate(in_subslide):
+            break
+    assert frame.evaluate(in_subslide), "Space did not reach slide 2's sub-slide"
+    assert frame.evaluate(CURRENT_SLIDE_JS)[0] == 1  # still slide 2: nothing was skipped
+    screenshot(page, "rise_slideshow_04_space_reaches_subslide")
