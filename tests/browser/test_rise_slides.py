@@ -74,3 +74,9 @@ def test_jupyterlab_presents_a_chapter_as_rise_slides(jupyterlab, browser_page, 
     assert frame.evaluate(in_subslide), "Space did not reach slide 2's sub-slide"
     assert frame.evaluate(CURRENT_SLIDE_JS)[0] == 1  # still slide 2: nothing was skipped
     screenshot(page, "rise_slideshow_04_space_reaches_subslide")
+    # notebooks/rise.css wraps long code lines: none is cut off at the panel's right edge
+    clipped = frame.evaluate(
+        "() => [...document.querySelectorAll('.reveal section.present .cm-scroller')]"
+        ".filter(s => s.offsetParent && s.scrollWidth > s.clientWidth + 1).length"
+    )
+    assert clipped == 0
