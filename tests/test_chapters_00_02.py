@@ -232,15 +232,3 @@ def test_ch00_stored_cost_figures_match_the_text():
     assert all(2.5 <= r <= 3.5 for r in recorded), recorded
     assert all(10 <= p <= 50 for p in plain), plain
     assert plain[0] < plain[-1], "rises over the first sizes"
-
-
-@pytest.mark.parametrize("path, chapter", [(CH01, 1), (CH02, 2)], ids=["01", "02"])
-def test_chapter_lists_exactly_its_graded_exercises(path, chapter):
-    """The "## Exercises" section names every exercise of the chapter, no other."""
-    from autodiff_lab.grading import registry
-
-    text = _markdown(path)
-    listed = text[text.index("## Exercises") :].split("Each exercise ends")[0]
-    mentioned = set(re.findall(rf"\b{chapter}\.\d+\b", listed))
-    known = {e.id for e in registry.all_exercises() if e.id.split(".")[0] == str(chapter)}
-    assert mentioned == known
