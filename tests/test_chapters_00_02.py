@@ -9,13 +9,16 @@ unnoticed. The timing trend of chapter 02 is checked in ``test_chapters_cost.py`
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import cell_source as _source
+from notebook_helpers import markdown_text as _markdown
+from notebook_helpers import notebook_cells as _cells
+from notebook_helpers import printed as _printed
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -25,28 +28,6 @@ CH02 = NOTEBOOKS / "02_reverse_mode.ipynb"
 CHAPTERS = [CH00, CH01, CH02]
 EPS = np.finfo(float).eps
 SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
-
-
-def _cells(path: Path) -> list[dict]:
-    return json.loads(path.read_text(encoding="utf-8"))["cells"]
-
-
-def _source(cell: dict) -> str:
-    src = cell["source"]
-    return src if isinstance(src, str) else "".join(src)
-
-
-def _markdown(path: Path) -> str:
-    return "\n".join(_source(c) for c in _cells(path) if c["cell_type"] == "markdown")
-
-
-def _printed(cell: dict) -> str:
-    """What one code cell printed (stream output)."""
-    return "".join(
-        o["text"] if isinstance(o["text"], str) else "".join(o["text"])
-        for o in cell.get("outputs", [])
-        if o["output_type"] == "stream"
-    )
 
 
 def _cell_after_heading(path: Path, heading: str, skip: int = 0) -> dict:

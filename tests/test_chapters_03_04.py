@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import cell_source as _source
+from notebook_helpers import markdown_text as _markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -25,15 +27,6 @@ START = NOTEBOOKS / "00_start_here.ipynb"
 
 def _nb(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _source(cell: dict) -> str:
-    src = cell["source"]
-    return src if isinstance(src, str) else "".join(src)
-
-
-def _markdown(path: Path) -> str:
-    return "\n".join(_source(c) for c in _nb(path)["cells"] if c["cell_type"] == "markdown")
 
 
 def _text_outputs(path: Path) -> str:

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from notebook_helpers import cell_source as _source
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(
@@ -25,11 +26,6 @@ CHAPTERS = sorted(
 WORDS_PER_MINUTE = 175
 MINUTES_PER_CODE_CELL = 1.0
 STATED = re.compile(r"\bAbout (\d+) minutes\b", re.IGNORECASE)
-
-
-def _source(cell: dict) -> str:
-    src = cell["source"]
-    return src if isinstance(src, str) else "".join(src)
 
 
 def reading_time(path: Path) -> tuple[int, int, float]:

@@ -19,7 +19,6 @@ operations and fails at 1000, with Python's default recursion limit of 1000.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import subprocess
@@ -28,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import cell_source as _source
+from notebook_helpers import notebook_cells as _cells
+from notebook_helpers import printed as _printed
 
 ROOT = Path(__file__).resolve().parent.parent
 CH00 = ROOT / "notebooks" / "00_why_autodiff.ipynb"
@@ -52,23 +54,6 @@ def forward_error(h: float) -> float:
 
 def central_error(h: float) -> float:
     return abs((f(X0 + h) - f(X0 - h)) / (2 * h) - f_prime(X0))
-
-
-def _cells(path: Path) -> list[dict]:
-    return json.loads(path.read_text(encoding="utf-8"))["cells"]
-
-
-def _source(cell: dict) -> str:
-    src = cell["source"]
-    return src if isinstance(src, str) else "".join(src)
-
-
-def _printed(cell: dict) -> str:
-    return "".join(
-        o["text"] if isinstance(o["text"], str) else "".join(o["text"])
-        for o in cell.get("outputs", [])
-        if o["output_type"] == "stream"
-    )
 
 
 def _code_cell(path: Path, starts_with: str) -> dict:
