@@ -6,6 +6,7 @@ Expected numbers come from closed forms (math module), never from the drawing co
 from __future__ import annotations
 
 import base64
+import html
 import math
 import os
 import re
@@ -169,7 +170,9 @@ def test_what_jupyter_shows_svg_and_an_html_image():
     assert bundle["image/svg+xml"] == drawing.svg == drawing._repr_svg_()
     encoded = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', bundle["text/html"])
     assert base64.b64decode(encoded.group(1)).decode() == drawing.svg
-    assert 'alt="computation graph with 5 values"' in bundle["text/html"]
+    alt = re.search(r'alt="([^"]*)"', bundle["text/html"]).group(1)
+    assert html.unescape(alt) == drawing.alt_text
+    assert alt.startswith("computation graph of d = tanh(a × b + a): 5 values, 3 operations. ")
     assert bundle["text/plain"] == repr(drawing) == "<GraphDrawing: 5 values>"
 
 
@@ -227,3 +230,96 @@ def test_bad_renderer_setting_is_named(monkeypatch):
 def test_bad_dot_source_raises_render_error():
     with pytest.raises(render.RenderError, match="wasm Graphviz could not render"):
         render.render_svg("digraph { a -> }")
+
+
+# --- text alternative (title, desc, alt) ----------------------------------------------
+
+
+def svg_title_and_desc(svg: str) -> tuple[str, str]:
+    """The SVG's own <title> and <desc> (its first children), checked to be what the
+    <svg> element's aria-labelledby names."""
+    start = re.match(r"<svg\b[^>]*>", svg).group(0)
+    assert ' role="img"' in start
+    title_id, desc_id = re.search(r'aria-labelledby="([^" ]+) ([^" ]+)"', start).groups()
+    rest = svg[len(start) :].lstrip()
+    title = re.match(rf'<title id="{title_id}">(.*?)</title>\s*', rest, re.S)
+    desc = re.match(rf'<desc id="{desc_id}">(.*?)</desc>', rest[title.end() :], re.S)
+    return html.unescape(title.group(1)), html.unescape(desc.group(1))
+
+
+def test_title_names_the_graph_by_its_formula_and_counts():
+    a, b, c, d = small_graph()
+    d.backward()
+    drawing = draw_graph(d)
+    title, desc = svg_title_and_desc(drawing.svg)
+    assert title == "computation graph of d = tanh(a × b + a): 5 values, 3 operations"
+    assert title == drawing.alt_title
+    # closed forms, as in the first test: dd/dc = 1 - tanh(0.125)^2
+    s = 1 - math.tanh(0.125) ** 2
+    assert desc == (
+        "Inputs on the left, the output on the right. "
+        f"a: data 0.5000, grad {s * 0.25:.4f}; b: data -0.7500, grad {s * 0.5:.4f}; "
+        f"c = a × b: data -0.3750, grad {s:.4f}; c + a: data 0.1250, grad {s:.4f}; "
+        f"d = tanh(c + a): data {math.tanh(0.125):.4f}, grad 1.0000."
+    )
+
+
+def formula_title(y) -> str:
+    return draw_graph(y, show_grad=False).alt_title
+
+
+def test_title_brackets_only_where_the_operators_need_them():
+    a, b, c = Value(2.0, label="a"), Value(3.0, label="b"), Value(0.5, label="c")
+    y = (a + b) * (a - b)
+    y.label = "y"
+    assert formula_title(y) == "computation graph of y = (a + b) × (a − b): 5 values, 3 operations"
+    assert formula_title(a - (b - c)).startswith("computation graph of a − (b − c): ")
+    assert formula_title(a - b - c).startswith("computation graph of a − b − c: ")
+    assert formula_title(a / (b * c)).startswith("computation graph of a ÷ (b × c): ")
+    assert formula_title((a + b) ** 2).startswith("computation graph of (a + b)**2: ")
+    assert formula_title(-(a + b)).startswith("computation graph of −(a + b): ")
+    assert formula_title(a**b**c).startswith("computation graph of a ** b ** c: ")
+    assert formula_title((a**b) ** c).startswith("computation graph of (a ** b) ** c: ")
+    assert formula_title(a * -2).startswith("computation graph of a × −2: ")
+    assert formula_title((a * b).exp().log()).startswith("computation graph of log(exp(a × b)): ")
+
+
+def test_title_of_a_leaf_several_outputs_and_tensors():
+    assert formula_title(Value(3.0, label="x")) == "computation graph of x: 1 value, 0 operations"
+    a, b = Value(1.0, label="a"), Value(2.0, label="b")
+    u, v = a * b, a + b
+    u.label, v.label = "u", "v"
+    assert draw_graph([u, v]).alt_title == (
+        "computation graph of 2 outputs: u = a × b; v = a + b: 4 values, 2 operations"
+    )
+    W = Tensor(np.ones((2, 3)), requires_grad=True, label="W")
+    loss = (W @ Tensor([1.0, 2.0, 3.0])).sum()
+    loss.label = "L"
+    assert (
+        formula_title(loss) == "computation graph of L = sum(W @ tensor[3]): 4 values, 2 operations"
+    )
+
+
+def test_big_graph_title_counts_what_is_drawn_and_skips_the_formula():
+    root = mlp_graph(n_in=40, widths=(30, 1))
+    total = count_nodes(root)
+    drawing = draw_graph(root)
+    title, desc = svg_title_and_desc(drawing.svg)
+    assert title.startswith("computation graph of its output: 150 values, ")
+    assert title.endswith(f" operations drawn of {total:,} values")
+    assert desc.startswith("Inputs on the left, the output on the right. Too many values to list")
+    assert desc.endswith(drawing.collapsed_note)
+
+
+def test_text_alternative_ids_are_distinct_per_graph_and_stable():
+    first = draw_graph(small_graph()[3])
+    again = draw_graph(small_graph()[3])
+    other = draw_graph(small_graph()[2])
+    ids = re.compile(r'aria-labelledby="([^"]+)"')
+    assert ids.search(first.svg).group(1) == ids.search(again.svg).group(1)
+    assert ids.search(first.svg).group(1) != ids.search(other.svg).group(1)
+
+
+def test_caption_is_in_the_description():
+    drawing = draw_graph(small_graph()[3], title="tanh of a sum")
+    assert svg_title_and_desc(drawing.svg)[1].startswith("Caption: tanh of a sum. Inputs on")

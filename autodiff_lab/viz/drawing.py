@@ -11,6 +11,11 @@ Big graphs (an MLP on the scalar engine has thousands of nodes) are cut to a *no
 budget*: the ``max_nodes`` values nearest the output are drawn and everything earlier is
 collapsed into one grey box, with a note saying how many nodes of which kind it hides.
 
+Every drawing carries a text alternative (:func:`describe_graph`): the SVG gets a
+``<title>`` ("computation graph of L = tanh(a × b + a): 5 values, 3 operations") and a
+``<desc>`` listing each value's data and gradient when the graph is small, tied to the
+picture by ``role="img"`` and ``aria-labelledby``; the HTML image's ``alt`` says the same.
+
 Colours come from the Okabe–Ito palette (distinguishable with every common colour-vision
 deficiency); every shape has an explicit fill on a white background, so the picture reads
 the same in JupyterLab's light and dark themes and on a projector (``large=True``).
@@ -18,7 +23,10 @@ the same in JupyterLab's light and dark themes and on a projector (``large=True`
 
 from __future__ import annotations
 
+import hashlib
+import html
 import math
+import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -421,6 +429,175 @@ class _Pinned:
         return self.graph.source
 
 
+# --- text alternative ---------------------------------------------------------------------
+
+#: Binding strength of the drawings' operation texts written between their operands;
+#: calls, labels and numbers bind tightest (:data:`_ATOM`).
+_INFIX_LEVEL = {"+": 1, "−": 1, "×": 2, "÷": 2, "@": 2, "**": 4}
+_PREFIX_LEVEL = 3
+_ATOM = 5
+#: Expressions longer than this are not written out (a deep graph's formula is unreadable).
+EXPRESSION_LIMIT = 100
+#: Graphs with at most this many values list every value in the description.
+DESCRIBE_ALL_LIMIT = 12
+
+
+def _number_text(x) -> str:
+    """A constant as a formula writes it: ``2``, ``0.5``, ``−3`` (4 significant digits)."""
+    return f"{float(x):.4g}".replace("-", "−")
+
+
+def _leaf_text(node) -> tuple[str, int]:
+    """A leaf in a formula: its label, a constant's number, else its kind and shape."""
+    if node.label:
+        return node.label, _ATOM
+    if is_tensor(node):
+        if node.data.size == 1 and not node.requires_grad:
+            x = float(node.data.item())
+        else:
+            return "tensor[" + "×".join(str(n) for n in node.data.shape) + "]", _ATOM
+    else:
+        x = float(node.data)
+    return _number_text(x), (_PREFIX_LEVEL if x < 0 else _ATOM)
+
+
+def _wrap_if(text_level: tuple[str, int], below: int) -> str:
+    text, level = text_level
+    return f"({text})" if level < below else text
+
+
+def _op_expression(node, args: list[tuple[str, int]]) -> tuple[str, int]:
+    """``node``'s operation applied to its arguments' texts, with only the needed brackets.
+
+    ``args`` are (text, level) pairs; the result is one too. Left-associative infix
+    operators bracket a right operand of equal level (``a − (b − c)``), powers bracket
+    any base that is not an atom (``(a + b)**2``).
+    """
+    op = op_text(node)
+    notation = node._fn.notation
+    if notation == "infix" and len(args) == 2 and op in _INFIX_LEVEL:
+        level = _INFIX_LEVEL[op]
+        if op == "**":  # right-associative: a ** (b ** c) needs no brackets on the right
+            left, right = _wrap_if(args[0], level + 1), _wrap_if(args[1], level)
+        else:
+            left, right = _wrap_if(args[0], level), _wrap_if(args[1], level + 1)
+        return f"{left} {op} {right}", level
+    if notation == "power" and len(args) == 1:
+        return f"{_wrap_if(args[0], _ATOM)}{op}", _INFIX_LEVEL["**"]
+    if notation == "prefix" and len(args) == 1:
+        return f"{op[0]}{_wrap_if(args[0], _PREFIX_LEVEL)}", _PREFIX_LEVEL
+    if op.startswith("[") and len(args) == 1:  # indexing: x[0]
+        return f"{_wrap_if(args[0], _ATOM)}{op}", _ATOM
+    texts = [text for text, _ in args]
+    match = re.fullmatch(r"(.+?)\((.*)\)", op)  # sum(axis=0): the parameters go last
+    if match:
+        return f"{match.group(1)}({', '.join([*texts, match.group(2)])})", _ATOM
+    return f"{op}({', '.join(texts)})", _ATOM
+
+
+def expressions(order, *, keep_names: bool) -> dict:
+    """Each node's formula, built in topological ``order``: node -> text (None: too long).
+
+    A node's formula is its operation applied to its inputs. An input appears as its label
+    when it is a leaf, or when ``keep_names`` is set and it has a label; otherwise as its
+    own formula, expanded down to the leaves. Formulas longer than
+    :data:`EXPRESSION_LIMIT` characters are None (as is anything built from one).
+    """
+    formula: dict = {}  # node -> (text, level) or None
+    as_input: dict = {}  # how the node appears inside its consumers' formulas
+    for node in order:
+        if node._fn is None:
+            formula[node] = as_input[node] = _leaf_text(node)
+            continue
+        args = [as_input[p] for p in node._prev]
+        if any(a is None for a in args):
+            formula[node] = None
+        else:
+            text_level = _op_expression(node, args)
+            formula[node] = text_level if len(text_level[0]) <= EXPRESSION_LIMIT else None
+        named = keep_names and node.label
+        as_input[node] = (node.label, _ATOM) if named else formula[node]
+    return {node: (f[0] if f is not None else None) for node, f in formula.items()}
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
+
+
+def _root_text(root, full: dict, named: dict) -> str:
+    """``L = tanh(a × b + a)``: the root's name and formula, as much of it as is readable."""
+    formula = full.get(root) or named.get(root)
+    if root._fn is None or formula is None:
+        return root.label or ("its output" if root._fn is not None else formula or "a value")
+    return f"{root.label} = {formula}" if root.label else formula
+
+
+def describe_graph(
+    view: GraphView, *, show_grad: bool = True, value_text: Callable | None = None
+) -> tuple[str, str]:
+    """The text alternative of a drawing of ``view``: (title, description).
+
+    The title names the graph by its output's formula and counts what is drawn ("computation
+    graph of L = tanh(a × b + a): 5 values, 3 operations"). The description says how the
+    picture reads, lists every value with the lines of its box (``value_text``, default
+    data and grad) when there are at most :data:`DESCRIBE_ALL_LIMIT`, else only the
+    outputs, and repeats the node budget's note.
+    """
+    full = expressions(view.order, keep_names=False)
+    named = expressions(view.order, keep_names=True)
+    roots = [_root_text(r, full, named) for r in view.roots]
+    what = roots[0] if len(roots) == 1 else f"{len(roots)} outputs: " + "; ".join(roots)
+    n_ops = sum(1 for node in view.nodes if node._fn is not None)
+    counts = f"{_count(len(view.nodes), 'value')}, {_count(n_ops, 'operation')}"
+    if view.hidden:
+        counts += f" drawn of {len(view.order):,} values"
+    title = f"computation graph of {what}: {counts}"
+
+    def lines(node) -> str:
+        shown = value_text(node) if value_text else default_value_lines(node, show_grad)
+        return ", ".join(shown)
+
+    def name(node) -> str:
+        if node._fn is None:
+            return _leaf_text(node)[0]
+        formula = named.get(node)
+        if node.label:
+            return f"{node.label} = {formula}" if formula else node.label
+        return formula or f"a {op_text(node)} value"
+
+    parts = ["Inputs on the left, the output on the right."]
+    if len(view.nodes) <= DESCRIBE_ALL_LIMIT:
+        parts.append("; ".join(f"{name(n)}: {lines(n)}" for n in view.nodes) + ".")
+    else:
+        outputs = "; ".join(f"{name(r)}: {lines(r)}" for r in view.roots)
+        parts.append(f"Too many values to list; the output {outputs}.")
+    if view.collapsed_note:
+        parts.append(view.collapsed_note)
+    return title, " ".join(parts)
+
+
+_SVG_OPEN = re.compile(r"<svg\b[^>]*>")
+
+
+def with_text_alternative(svg: str, title: str, desc: str) -> str:
+    """``svg`` with ``<title>`` and ``<desc>`` as its first children, named by the
+    ``<svg>`` element's ``role="img"`` and ``aria-labelledby`` (screen readers read them
+    instead of the boxes' scattered texts). The ids come from a hash of the texts, so the
+    SVG stays deterministic and two different drawings in one page never share an id.
+    """
+    key = hashlib.sha256(f"{title}\n{desc}".encode()).hexdigest()[:12]
+    title_id, desc_id = f"adl-{key}-title", f"adl-{key}-desc"
+    match = _SVG_OPEN.search(svg)
+    if match is None:
+        raise ValueError("with_text_alternative: no <svg> element in the rendered picture")
+    start = match.group(0)[:-1] + f' role="img" aria-labelledby="{title_id} {desc_id}">'
+    inner = (
+        f'\n<title id="{title_id}">{html.escape(title, quote=False)}</title>'
+        f'\n<desc id="{desc_id}">{html.escape(desc, quote=False)}</desc>'
+    )
+    return svg[: match.start()] + start + inner + svg[match.end() :]
+
+
 def default_value_lines(node, show_grad: bool = True) -> list[str]:
     """What a value box shows: data and grad (tensors: shape and dtype first)."""
     if is_tensor(node):
@@ -443,19 +620,39 @@ class GraphDrawing:
 
     ``node_count`` is the number of value boxes drawn (operation circles not counted);
     ``collapsed_note`` says what the node budget left out ('' when nothing was).
+
+    ``alt_title`` and ``alt_description`` are its text alternative (:func:`describe_graph`),
+    written into the SVG and the HTML image's ``alt``.
     """
 
-    def __init__(self, dot: str, node_count: int, collapsed_note: str = ""):
+    def __init__(
+        self,
+        dot: str,
+        node_count: int,
+        collapsed_note: str = "",
+        *,
+        alt_title: str = "",
+        alt_description: str = "",
+    ):
         self.dot = dot
         self.node_count = node_count
         self.collapsed_note = collapsed_note
+        self.alt_title = alt_title or f"computation graph with {node_count} values"
+        self.alt_description = alt_description
         self._svg: str | None = None
 
     @property
+    def alt_text(self) -> str:
+        """Title and description in one text (the HTML image's ``alt``)."""
+        return f"{self.alt_title}. {self.alt_description}".strip()
+
+    @property
     def svg(self) -> str:
-        """The SVG text (rendered on first use, then kept)."""
+        """The SVG text with its text alternative (rendered on first use, then kept)."""
         if self._svg is None:
-            self._svg = render.render_svg(self.dot)
+            self._svg = with_text_alternative(
+                render.render_svg(self.dot), self.alt_title, self.alt_description
+            )
         return self._svg
 
     def _repr_svg_(self) -> str:
@@ -464,10 +661,9 @@ class GraphDrawing:
     def _repr_mimebundle_(self, include=None, exclude=None):
         """SVG, plus the same picture as an HTML image (shown even in untrusted notebooks,
         where JupyterLab will not render stored SVG or inline SVG)."""
-        alt = f"computation graph with {self.node_count} values"
         return {
             "image/svg+xml": self.svg,
-            "text/html": render.svg_img_tag(self.svg, alt),
+            "text/html": render.svg_img_tag(self.svg, self.alt_text),
             "text/plain": repr(self),
         }
 
@@ -517,4 +713,13 @@ def draw_graph(
     elif is_node(highlight):
         highlight = (highlight,)
     dot = view.dot(show_grad=show_grad, title=title, highlight=highlight)
-    return GraphDrawing(dot, len(view.nodes), view.collapsed_note)
+    alt_title, alt_description = describe_graph(view, show_grad=show_grad)
+    if title:
+        alt_description = f"Caption: {title}. {alt_description}"
+    return GraphDrawing(
+        dot,
+        len(view.nodes),
+        view.collapsed_note,
+        alt_title=alt_title,
+        alt_description=alt_description,
+    )
