@@ -1,0 +1,262 @@
+"""Chapter 08 exercises: right answers get full marks, stubs are "not attempted", and
+plausible wrong answers lose points with the hint that names their mistake.
+
+The references are independent of the engine: 8.1's gradients are written out by hand
+(and checked here against finite differences and PyTorch), 8.2's is a Python loop over
+the examples, 8.3's builds each Jacobian block by running the program on unit vectors
+(checked here against a dense matrix written out by hand).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodiff_lab.functional import grad
+from autodiff_lab.grading import check
+from autodiff_lab.grading.exercises import ch08
+from autodiff_lab.grading.runners.ch08 import mlp_loss
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- right answers ---------------------------------------------------------------------------
+
+
+def norms_by_loop(loss, theta, X, Y, *, argnums=0, reduce=np.linalg.norm):
+    return np.array([reduce(grad(loss, argnums)(theta, x, y)) for x, y in zip(X, Y)])
+
+
+def sum_batch_rule(x, bdim, axis):
+    moved = np.moveaxis(x, bdim, 0)  # batch first: example axis a is axis a + 1
+    if axis is None:
+        return moved.reshape(moved.shape[0], -1).sum(axis=1), 0
+    return moved.sum(axis=axis % (moved.ndim - 1) + 1), 0
+
+
+def sum_batch_rule_in_place(x, bdim, axis):
+    """Another right rule: leave the batch axis where it is and shift the summed one."""
+    if axis is None:
+        return x.sum(axis=tuple(a for a in range(x.ndim) if a != bdim)), 0
+    a = axis % (x.ndim - 1)
+    a = a + 1 if a >= bdim else a
+    return x.sum(axis=a), bdim if a > bdim else bdim - 1
+
+
+def transpose_program(program, input_sizes, ct, *, fault=""):
+    return ch08.faulty_transpose(program, input_sizes, ct, fault=fault)
+
+
+def transpose_by_hand(program, input_sizes, ct):
+    """A student-style transposer: a dict of cotangents, the program walked backwards."""
+    sizes = dict(input_sizes)
+    for op, out, *args in program:
+        if op == "matvec":
+            sizes[out] = len(args[0])
+        elif op == "slice":
+            sizes[out] = args[2] - args[1]
+        else:
+            sizes[out] = sizes[args[0]]
+    cts = {program[-1][1]: np.asarray(ct, float)}
+
+    def add(name, value):
+        cts[name] = cts.get(name, 0) + value
+
+    for op, out, *args in reversed(program):
+        g = cts.pop(out, np.zeros(sizes[out]))
+        if op == "scale":
+            add(args[0], args[1] * g)
+        elif op in ("add", "sub"):
+            add(args[0], g)
+            add(args[1], g if op == "add" else -g)
+        elif op == "neg":
+            add(args[0], -g)
+        elif op == "matvec":
+            add(args[1], np.asarray(args[0]).T @ g)
+        else:
+            a, start, stop = args
+            full = np.zeros(sizes[a])
+            full[start:stop] = g
+            add(a, full)
+    return {name: cts.get(name, np.zeros(n)) for name, n in input_sizes.items()}
+
+
+RIGHT = {
+    "8.1": norms_by_loop,
+    "8.2": sum_batch_rule,
+    "8.3": transpose_by_hand,
+}
+
+
+# --- wrong answers, each with the hint it must get ---------------------------------------------
+
+
+def _mean_gradient_norm(loss, theta, X, Y):
+    mean = np.mean([grad(loss)(theta, x, y) for x, y in zip(X, Y)], axis=0)
+    return np.full(len(X), np.linalg.norm(mean))
+
+
+def _missing_unused(program, input_sizes, ct):
+    got = transpose_by_hand(program, input_sizes, ct)
+    read = {a for _, _, *args in program for a in args if isinstance(a, str)}
+    return {k: v for k, v in got.items() if k in read}
+
+
+WRONG = [
+    ("8.1", _mean_gradient_norm, "the same number"),
+    ("8.1", lambda *a: norms_by_loop(*a, reduce=lambda g: float(g @ g)), "squared norms"),
+    ("8.1", lambda *a: norms_by_loop(*a) / len(a[2]), "divided by the batch size"),
+    ("8.1", lambda *a: norms_by_loop(*a, argnums=1), "with respect to the inputs"),
+    ("8.2", ch08._no_shift, "used as an axis of the batched array"),
+    ("8.2", ch08._no_shift_bdim_kept, "used as an axis of the batched array"),
+    ("8.2", ch08._bdim_kept, "out_bdim is off by one"),
+    ("8.2", ch08._negative_not_normalised, "A negative axis"),
+    ("8.2", ch08._none_sums_batch, "axis=None sums every axis of one example"),
+    ("8.3", lambda *a: transpose_program(*a, fault="overwrite"), "add into the cotangent"),
+    ("8.3", lambda *a: transpose_program(*a, fault="forward"), "walked first to last"),
+    ("8.3", lambda *a: transpose_program(*a, fault="matvec"), "M.T @ ct"),
+    ("8.3", lambda *a: transpose_program(*a, fault="sub"), "sign of b"),
+    ("8.3", lambda *a: transpose_program(*a, fault="slice"), "transpose of a slice"),
+    ("8.3", _missing_unused, "zeros for an input"),
+]
+
+
+def test_chapter_08_has_three_exercises_all_answered_here_and_ends_medium():
+    ids = [e.id for e in ch08.EXERCISES]
+    assert ids == sorted(RIGHT)
+    assert ch08.EXERCISES[-1].level in ("medium", "hard")
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
+def test_right_answer_scores_full_marks(exercise_id):
+    result = check(exercise_id, RIGHT[exercise_id], show=False)
+    assert result.status == "passed", result.to_text()
+    assert result.score == result.max_score > 0 and len(result.cases) >= 8
+    assert result.hints == []
+
+
+def test_a_second_right_batching_rule_also_scores_full_marks():
+    result = check("8.2", sum_batch_rule_in_place, show=False)
+    assert result.status == "passed", result.to_text()
+
+
+def test_the_graders_own_transposer_without_a_fault_scores_full_marks():
+    result = check("8.3", transpose_program, show=False)
+    assert result.status == "passed", result.to_text()
+
+
+@pytest.mark.parametrize(("exercise_id", "wrong", "hint"), WRONG, ids=[h for _, _, h in WRONG])
+def test_wrong_answer_loses_points_and_gets_the_right_hint(exercise_id, wrong, hint):
+    result = check(exercise_id, wrong, show=False)
+    assert result.status == "failed" and result.score < result.max_score, result.to_text()
+    assert any(hint in h for h in result.hints), result.to_text()
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
+def test_stub_is_not_attempted(exercise_id):
+    def stub(*args):
+        raise NotImplementedError(f"Exercise {exercise_id}")
+
+    result = check(exercise_id, stub, show=False)
+    assert result.status == "not attempted" and result.score == 0
+
+
+@pytest.mark.parametrize("exercise", ch08.EXERCISES, ids=lambda e: e.id)
+def test_hard_coded_answer_does_not_pass(exercise):
+    cases = exercise.cases(np.random.default_rng(0))
+    first = exercise.run(RIGHT[exercise.id], cases[0].inputs)
+    passed = sum(bool(exercise.compare(first, exercise.reference(c.inputs))) for c in cases)
+    assert passed <= 1
+
+
+# --- the references are right ----------------------------------------------------------------
+
+
+def test_hand_written_gradients_match_finite_differences():
+    rng = np.random.default_rng(3)
+    d, h, n = 3, 4, 5
+    theta, X, Y = rng.normal(size=h * d + 2 * h + 1), rng.normal(size=(n, d)), rng.normal(size=n)
+    grads, grads_x = ch08.mlp_gradients(theta, X, Y)
+    eps = 1e-6
+    for i in range(n):
+        for j in range(theta.size):
+            e = np.zeros(theta.size)
+            e[j] = eps
+            fd = (mlp_loss(theta + e, X[i], Y[i]) - mlp_loss(theta - e, X[i], Y[i])) / (2 * eps)
+            assert grads[i, j] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+        for j in range(d):
+            e = np.zeros(d)
+            e[j] = eps
+            fd = (mlp_loss(theta, X[i] + e, Y[i]) - mlp_loss(theta, X[i] - e, Y[i])) / (2 * eps)
+            assert grads_x[i, j] == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+def test_hand_written_gradients_match_torch_func_per_example_gradients():
+    torch = pytest.importorskip("torch")
+    from torch.func import grad as tgrad
+    from torch.func import vmap as tvmap
+
+    rng = np.random.default_rng(4)
+    d, h, n = 2, 3, 6
+    theta, X, Y = rng.normal(size=h * d + 2 * h + 1), rng.normal(size=(n, d)), rng.normal(size=n)
+
+    def loss(t, x, y):
+        W1, b1 = t[: h * d].reshape(h, d), t[h * d : h * d + h]
+        w2, b2 = t[h * d + h : h * d + 2 * h], t[-1]
+        return 0.5 * ((w2 * torch.tanh(W1 @ x + b1)).sum() + b2 - y) ** 2
+
+    expected = tvmap(tgrad(loss), in_dims=(None, 0, 0))(*map(torch.tensor, (theta, X, Y)))
+    np.testing.assert_allclose(ch08.mlp_gradients(theta, X, Y)[0], expected.numpy(), rtol=1e-12)
+
+
+def test_batch_sum_reference_by_hand():
+    x = np.arange(24.0).reshape(2, 3, 4)
+    # batch axis 1 (3 examples of shape (2, 4)), example axis -1: example i is x[:, i, :]
+    got = ch08._batch_sum_reference((x, 1, -1))
+    assert got["shape"] == [3, 2]
+    assert got["values"] == [[6.0, 54.0], [22.0, 70.0], [38.0, 86.0]]
+
+
+def test_transpose_reference_is_the_transposed_matrix_by_hand():
+    # out = 2*(M x0) - x1[0:2]  with M = [[1, 2], [3, 4]]:  J0 = 2M,  J1 = -[I 0]
+    program = [
+        ["matvec", "v0", [[1.0, 2.0], [3.0, 4.0]], "x0"],
+        ["scale", "v1", "v0", 2.0],
+        ["slice", "v2", "x1", 0, 2],
+        ["sub", "out", "v1", "v2"],
+    ]
+    got = ch08.transpose_reference((program, {"x0": 2, "x1": 3}, [1.0, -1.0]))
+    assert got == {"x0": [-4.0, -4.0], "x1": [-1.0, 1.0, 0.0]}
+
+
+def test_random_programs_reuse_values_and_mix_every_instruction():
+    rng = np.random.default_rng(0)
+    ops, reused = set(), 0
+    for _ in range(30):
+        program, sizes, m = ch08.random_program(rng, 2, 6)
+        ops |= {ins[0] for ins in program}
+        reads = [a for _, _, *args in program for a in args if isinstance(a, str)]
+        reused += len(reads) > len(set(reads))
+        x = {k: rng.normal(size=n) for k, n in sizes.items()}
+        assert ch08.run_program(program, x).shape == (m,)
+    assert ops == {"scale", "add", "sub", "neg", "matvec", "slice"}
+    assert reused >= 20
+
+
+def test_solution_notebook_shows_full_marks_for_every_exercise():
+    path = ROOT / "solutions" / "08_transformations.ipynb"
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    sources = "\n".join("".join(c["source"]) for c in code)
+    texts = [
+        "".join(out.get("data", {}).get("text/plain", "")) + "".join(out.get("text", ""))
+        for c in code
+        for out in c.get("outputs", [])
+    ]
+    for exercise in ch08.EXERCISES:
+        assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
+        card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
+        assert card is not None and "PASSED" in card.splitlines()[0], card
