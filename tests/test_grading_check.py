@@ -215,3 +215,65 @@ def test_scorecard_in_a_real_kernel_is_html_and_shown_once(tmp_path):
     assert "Check the sign" in outputs[1][0].data["text/html"]
     assert "NUDGE-1" in outputs[2][0].data["text/html"]  # first attempt at a non-mistake
     assert outputs[4][0].data["text/plain"] == "(0.0, 6.0, 'failed')"
+
+
+# --- naming the parts of a structured answer --------------------------------------------
+
+
+def test_mismatch_names_each_part_of_a_structured_answer():
+    from autodiff_lab.grading.scoring import mismatch_text
+
+    parts = ("value", "gradient")
+    assert mismatch_text([0.143159, 0.143159], [0.143159, 0.258073], parts) == (
+        "value: got 0.143159, expected 0.143159 · gradient: got 0.143159, expected 0.258073"
+    )
+    assert mismatch_text((1.5, [2.0, 3.0]), [1.5, [2.0, 4.0]], ("value", "grads")) == (
+        "value: got 1.5, expected 1.5 · grads: got [2.0, 3.0], expected [2.0, 4.0]"
+    )
+    # an answer of another shape is shown whole, with the parts it should have had
+    assert mismatch_text(0.5, [1.0, 2.0], parts) == (
+        "got 0.5, expected (value, gradient) = [1.0, 2.0]"
+    )
+    assert mismatch_text([1.0, 2.0], [1.0, 3.0]) == "got [1.0, 2.0], expected [1.0, 3.0]"
+
+
+def test_bad_parts_are_named():
+    from autodiff_lab.grading.spec import Exercise
+
+    common = dict(
+        id="99.1", title="t", task="t", answer="f", cases=lambda rng: [],
+        run=lambda a, i: None, reference=lambda i: None, level="easy", minutes=1,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"Exercise 99\.1: parts must be a tuple"):
+        Exercise(**common, parts=["value", "gradient"])
+    with pytest.raises(ValueError, match="one part .'value'. is not a tuple"):
+        Exercise(**common, parts=("value",))
+
+
+def test_scorecard_says_which_number_is_the_value_and_which_the_gradient():
+    """3.3 with a backward that forgets the factor (1 - s): the row names both parts."""
+
+    def sigmoid_op(x):
+        s = 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+        return s, lambda g: g * s
+
+    result = check("3.3", sigmoid_op, show=False, record=False)
+    exercise = registry.get("3.3")
+    cases = exercise.cases(np.random.default_rng(checking.case_seed("3.3")))
+    x, g = cases[0].inputs
+    s = 1 / (1 + math.exp(-x))  # closed form
+    assert result.cases[0].message == (
+        f"value: got {s:.6g}, expected {s:.6g} · gradient: got {g * s:.6g}, "
+        f"expected {g * s * (1 - s):.6g}"
+    )
+    assert "value: got" in result.to_text() and "gradient: got" in result.to_html()
+
+
+def test_every_named_answer_has_as_many_items_as_parts():
+    """The part names fit the reference's answers (first case of every exercise)."""
+    named = [e for e in registry.all_exercises() if e.parts]
+    assert len(named) >= 17  # 1.1-1.4, 1.6, 2.1-2.3, 3.1-3.3, 3.5, 4.2, 5.2-5.5
+    for exercise in named:
+        case = exercise.cases(np.random.default_rng(0))[0]
+        answer = exercise.reference(case.inputs)
+        assert len(answer) == len(exercise.parts), exercise.id

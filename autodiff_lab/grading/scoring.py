@@ -263,8 +263,42 @@ def judge_case(exercise: Exercise, case: Case, outcome: Outcome, expected: Any) 
     if ok:
         return CaseResult(case.name, points, points, PASSED)
     return CaseResult(
-        case.name, 0.0, points, FAILED, f"got {brief(outcome.value)}, expected {brief(expected)}"
+        case.name, 0.0, points, FAILED, mismatch_text(outcome.value, expected, exercise.parts)
     )
+
+
+#: Between the parts of a structured answer in a failing case's message.
+PART_SEPARATOR = " · "
+
+
+def mismatch_text(got: Any, expected: Any, parts: tuple[str, ...] = ()) -> str:
+    """What a failing case says: ``got 0.5, expected 0.25``.
+
+    The one formatter of wrong answers, for the notebook scorecard and the command-line
+    grader alike. With the exercise's ``parts`` and an answer with that many items, each
+    part is named: ``value: got 0.143159, expected 0.143159 · gradient: got 0.143159,
+    expected 0.258073``. An answer of another shape is shown whole, with the parts it
+    should have had.
+    """
+    expected_items = _items(expected)
+    if not parts or expected_items is None or len(expected_items) != len(parts):
+        return f"got {brief(got)}, expected {brief(expected)}"
+    got_items = _items(got)
+    if got_items is None or len(got_items) != len(parts):
+        return f"got {brief(got)}, expected ({', '.join(parts)}) = {brief(expected)}"
+    return PART_SEPARATOR.join(
+        f"{name}: got {brief(g)}, expected {brief(e)}"
+        for name, g, e in zip(parts, got_items, expected_items, strict=True)
+    )
+
+
+def _items(value: Any) -> list | None:
+    """The items of a list, tuple or 1-d array; None for anything else."""
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        return list(value)
+    return None
 
 
 def detected_mistakes(

@@ -137,8 +137,22 @@ class Exercise:
     # Declared once here; shown in the notebook heading, the scorecard and the README table.
     level: str = field(default="", kw_only=True)  # one of LEVELS
     minutes: int = field(default=0, kw_only=True)  # a fair estimate for a first attempt
+    # The names of the answer's parts when it is a tuple of different things, in order
+    # (``("value", "gradient")``): a failing case then says which number is which.
+    parts: tuple[str, ...] = field(default=(), kw_only=True)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.parts, tuple) or not all(
+            isinstance(p, str) and p.strip() for p in self.parts
+        ):
+            raise ValueError(
+                f"Exercise {self.id}: parts must be a tuple of non-empty names, got {self.parts!r}"
+            )
+        if len(self.parts) == 1:
+            raise ValueError(
+                f"Exercise {self.id}: parts names the pieces of a tuple answer; one part "
+                f"({self.parts[0]!r}) is not a tuple, leave parts empty"
+            )
         if self.level not in LEVELS:
             raise ValueError(
                 f"Exercise {self.id}: level must be one of {LEVELS}, got {self.level!r}"

@@ -40,6 +40,7 @@ PASSES = Exercise(
     title="Forward or reverse? Count the passes",
     level="trivial",
     minutes=5,
+    parts=("forward passes", "reverse passes", "cheaper mode"),
     task="jacobian_passes(n_inputs, n_outputs): return (forward passes, reverse passes, "
     "'forward' | 'reverse' | 'either')",
     answer="jacobian_passes",
@@ -102,6 +103,7 @@ VJP = Exercise(
     title="A vjp by hand",
     level="easy",
     minutes=10,
+    parts=("f(x, y)", "(u, v) @ J"),
     task="vjp_f(x, y, u, v): for f(x, y) = (x*y, exp(x) - y**2) return (f(x, y), (u, v) @ J)",
     answer="vjp_f",
     cases=_vjp_cases,
@@ -194,6 +196,7 @@ MANUAL = Exercise(
     title="Backpropagate through a small graph by hand",
     level="medium",
     minutes=20,
+    parts=("f", "(df/da, df/db, df/dc)"),
     task="backward_by_hand(a, b, c): f = (a*b + c) * tanh(a*b) * c; "
     "return (f, (df/da, df/db, df/dc))",
     answer="backward_by_hand",

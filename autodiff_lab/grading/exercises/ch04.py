@@ -175,6 +175,7 @@ MATMUL = Exercise(
     title="matmul's backward",
     level="easy",
     minutes=10,
+    parts=("dL/dA", "dL/dB"),
     task="matmul_backward(A, B, G): for C = A @ B and upstream gradient G = dL/dC, "
     "return (dL/dA, dL/dB)",
     answer="matmul_backward",
