@@ -33,6 +33,7 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 
 ## make lab: set up and open the course in JupyterLab
 lab: $(VENV)/.lab-installed
+	$(BIN)/python tools/lab_settings.py
 	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) --port=$(PORT) \
 		--IdentityProvider.token='$(TOKEN)' notebooks/00_start_here.ipynb
 
