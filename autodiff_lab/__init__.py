@@ -9,7 +9,8 @@
 """
 
 from .dual import Dual
-from .graph import is_grad_enabled, no_grad, topological_order
+from .extend import checkpoint, custom_jvp, custom_vjp, define_primitive, stop_gradient
+from .graph import graph_memory, is_grad_enabled, no_grad, topological_order
 from .ops import abs, cos, exp, log, log_softmax, relu, sigmoid, sin, softmax, sqrt, tanh
 from .progress import progress, reset_progress  # autodiff_lab.progress is the function
 from .tensor import Tensor, concatenate, cross_entropy, stack
@@ -21,5 +22,6 @@ __all__ = [
     "Value", "Tensor", "Dual", "no_grad", "is_grad_enabled", "topological_order",
     "progress", "reset_progress",
     "concatenate", "stack", "cross_entropy",
+    "custom_vjp", "custom_jvp", "define_primitive", "stop_gradient", "checkpoint", "graph_memory",
     "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "softmax", "log_softmax",
 ]  # fmt: skip

@@ -94,6 +94,12 @@ class Dual(DualNumber, ArrayMethods):
         tangent = fn.pushforward(tangents, out, primals, params)
         return Dual._new(out, _zeros_like(out) if tangent is None else tangent, tag)
 
+    def detach(self) -> Dual:
+        """The same primal (itself detached when it is a graph value) with a zero
+        tangent: a constant for forward mode, as ``Tensor.detach`` is for reverse mode."""
+        primal = self.primal.detach() if isinstance(self.primal, Traced) else self.primal
+        return Dual._new(primal, _zeros_like(primal), self.tag)
+
     @property
     def shape(self) -> tuple:
         return np.shape(constant(self.primal))

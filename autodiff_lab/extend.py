@@ -1,0 +1,619 @@
+"""Extending the engine: new primitives, custom gradient rules, stop-gradient, checkpointing.
+
+Everything here is built on the one mechanism the engine already has, the
+:class:`~autodiff_lab.primitives.Primitive` entry (forward, vjp rules, jvp rules, rule text,
+display, domain) applied by :func:`~autodiff_lab.primitives.bind`. So whatever is defined
+here works on floats, numpy arrays, ``Value``, ``Tensor`` and ``Dual``, in ``backward()``,
+in every transformation of :mod:`autodiff_lab.functional`, and is drawn and stepped like a
+built-in operation.
+
+- :func:`define_primitive`: a new operation from its forward function and its rules
+  (``rule(g, out, *inputs)`` per input for reverse mode, ``rule(t, out, *inputs)`` for
+  forward mode), exactly as the built-ins in ``primitives.py`` are written.
+- :func:`custom_vjp` / :func:`custom_jvp`: a Python function whose *own* graph is not
+  recorded; its gradient comes from rules the user gives (``f.defvjp(fwd, bwd)``,
+  ``f.defjvp(jvp_rule)``, in the style of ``jax.custom_vjp`` / ``jax.custom_jvp`` and
+  ``torch.autograd.Function``).
+- :func:`stop_gradient`: the value with no derivative (``.detach()`` for every kind).
+- :func:`checkpoint`: ``checkpoint(f)(*args)`` records one node; ``f`` is run again in
+  the backward pass.
+
+**Registry decision.** User primitives are *not* added to
+:data:`autodiff_lab.primitives.PRIMITIVES` (the built-in table, which the gradient-check
+tests iterate and which must list only tested operations); they live in
+:data:`USER_PRIMITIVES`. A name already used by a built-in is refused; defining a user
+primitive again under its own name replaces it (re-running a notebook cell).
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import graph, ops
+from .kinds import DualNumber, Node, Traced, constant, innermost, is_dual, is_node
+from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
+
+__all__ = [
+    "define_primitive", "custom_vjp", "custom_jvp", "stop_gradient", "checkpoint",
+    "USER_PRIMITIVES", "CustomFunction",
+]  # fmt: skip
+
+USER_PRIMITIVES: dict[str, Primitive] = {}  # name -> entry, for primitives made here
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def _shape_of(x: Any) -> tuple:
+    return tuple(np.shape(constant(x)))
+
+
+def _as_float_if_scalar(out: Any, inputs: Sequence) -> Any:
+    """A numpy scalar result for Python-number inputs becomes a Python float (``Value``
+    holds floats: ``np.exp(2.0)`` would otherwise put a numpy scalar in it)."""
+    if isinstance(out, np.generic | np.ndarray) and np.ndim(out) == 0:
+        if all(isinstance(x, numbers.Real) and not isinstance(x, np.ndarray) for x in inputs):
+            return float(out)
+    return out
+
+
+def _check_share(kind: str, name: str, position: int, share: Any, like: Any) -> None:
+    """A rule's result must have the shape of what it belongs to (input or output)."""
+    if share is None:
+        return
+    got, want = _shape_of(share), _shape_of(like)
+    if got != want:
+        raise ValueError(
+            f"{name}: the {kind} for input {position} has shape {got}, but that input has "
+            f"shape {want}" if kind != "tangent" else
+            f"{name}: the jvp rule returned a tangent of shape {got}, but the output has "
+            f"shape {want}"
+        )  # fmt: skip
+
+
+def _basis(shape: tuple, dtype: Any = float):
+    """The unit arrays of ``shape`` (the number 1.0 for a scalar)."""
+    if not shape:
+        yield 1.0
+        return
+    n = int(np.prod(shape, dtype=np.int64))
+    for j in range(n):
+        e = np.zeros(n, dtype=dtype)
+        e[j] = 1
+        yield e.reshape(shape)
+
+
+def _zeros_like(x: Any) -> Any:
+    x = constant(x)
+    if isinstance(x, numbers.Number) and not isinstance(x, np.ndarray):
+        return 0.0
+    return np.zeros(np.shape(x), np.result_type(x))
+
+
+def _inner(a: Any, b: Any) -> Any:
+    """``Σ a·b`` over all entries (a plain product for scalars); works on traced values."""
+    prod = a * b
+    return ops.sum(prod) if _shape_of(prod) else prod
+
+
+def _assemble(entries: list, shape: tuple) -> Any:
+    """Numbers (one per entry of ``shape``, in C order) as one array of ``shape``."""
+    if not shape:
+        return entries[0]
+    if any(isinstance(e, Traced) for e in entries):
+        from .tensor import Tensor, stack
+
+        if any(is_dual(e) for e in entries):
+            parts = [e if isinstance(e, Traced) else np.asarray(e, float) for e in entries]
+        else:
+            parts = [e if isinstance(e, Node) else Tensor(np.asarray(e, float)) for e in entries]
+        return ops.reshape(stack([ops.reshape(p, ()) for p in parts]), shape)
+    return np.asarray([np.asarray(e, float) for e in entries]).reshape(shape)
+
+
+# --- define_primitive -----------------------------------------------------------------------
+
+
+def _arity(name: str, forward: Callable, vjp: Sequence | None, jvp: Sequence | None) -> int:
+    if vjp is not None:
+        return len(vjp)
+    if jvp is not None:
+        return len(jvp)
+    try:
+        params = inspect.signature(forward).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
+
+
+def _missing_rule(name: str, mode: str) -> Callable:
+    def rule(*args: Any, **params: Any) -> Any:
+        what = (
+            "reverse mode (backward(), grad, vjp, jacrev) needs its vjp rules: pass vjp=..."
+            if mode == "vjp"
+            else "forward mode (Dual, jvp, jacfwd, hessian) needs its jvp rules: pass jvp=..."
+        )
+        raise NotImplementedError(f"primitive {name!r} was defined without a {mode} rule; {what}")
+
+    return rule
+
+
+def _as_rules(name: str, rules: Any, n: int, mode: str) -> tuple[Callable, ...]:
+    if rules is None:
+        return (_missing_rule(name, mode),) * n
+    if callable(rules):
+        rules = (rules,)
+    rules = tuple(rules)
+    if len(rules) != n:
+        raise ValueError(
+            f"define_primitive {name!r}: {len(rules)} {mode} rule(s) given, but the op has "
+            f"{n} input(s) (one rule per input)"
+        )
+    for i, r in enumerate(rules):
+        if not callable(r):
+            raise TypeError(f"define_primitive {name!r}: {mode} rule {i} is not callable: {r!r}")
+    return rules
+
+
+def _checked_vjp(name: str, i: int, rule: Callable) -> Callable:
+    def checked(g: Any, out: Any, *inputs: Any, **params: Any) -> Any:
+        share = rule(g, out, *inputs, **params)
+        _check_share("gradient share (vjp rule)", name, i, share, inputs[i])
+        return share
+
+    return checked
+
+
+def _checked_jvp(name: str, rule: Callable) -> Callable:
+    def checked(t: Any, out: Any, *inputs: Any, **params: Any) -> Any:
+        tangent = rule(t, out, *inputs, **params)
+        _check_share("tangent", name, 0, tangent, out)
+        return tangent
+
+    return checked
+
+
+def _domain(name: str, domain: Any) -> Domain:
+    if domain is None:
+        return EVERYWHERE
+    if isinstance(domain, Domain):
+        return domain
+    if isinstance(domain, tuple) and len(domain) == 2 and callable(domain[1]):
+        return Domain(domain[0], outside=domain[1])
+    raise TypeError(
+        f"define_primitive {name!r}: domain must be None, a primitives.Domain or a pair "
+        f"(text, outside) with outside(x) True where the op is undefined; got {domain!r}"
+    )
+
+
+def define_primitive(
+    name: str,
+    forward: Callable,
+    vjp: Callable | Sequence[Callable] | None = None,
+    jvp: Callable | Sequence[Callable] | None = None,
+    *,
+    rule: str = "",
+    domain: Domain | tuple[str, Callable] | None = None,
+    display: str | None = None,
+) -> Callable:
+    """A new operation ``op(*inputs, **params)`` for floats, arrays, ``Value``, ``Tensor``
+    and ``Dual``, from its forward function and its derivative rules.
+
+    - ``forward(*inputs, **params)`` computes the value from plain numbers or arrays;
+    - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)`` = ``g · ∂out/∂input``
+      summed to the input's shape (reverse mode); a single callable for a one-input op;
+    - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)`` = ``∂out/∂input · t``
+      (forward mode).
+
+    Rules written with ordinary operators and :mod:`autodiff_lab.ops` functions can be
+    differentiated again (``grad`` of ``grad``). A missing rule raises when it is needed,
+    naming the op; a rule whose result has the wrong shape raises naming the op, the input
+    and both shapes. ``rule`` is the derivative as text (the steppers show it), ``display``
+    the text in the drawings (default: ``name``), ``domain`` where the op is defined (a
+    :class:`~autodiff_lab.primitives.Domain` or ``(text, outside)``; checked on the first
+    input). The entry is ``op.primitive``; it is kept in :data:`USER_PRIMITIVES`, not in
+    the built-in table.
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"define_primitive: name must be a Python identifier, got {name!r}")
+    if name in PRIMITIVES:
+        raise ValueError(
+            f"define_primitive: {name!r} is a built-in primitive; choose another name "
+            f"(built-ins: {', '.join(sorted(PRIMITIVES))})"
+        )
+    if not callable(forward):
+        raise TypeError(f"define_primitive {name!r}: forward must be callable, got {forward!r}")
+    if vjp is None and jvp is None:
+        raise ValueError(
+            f"define_primitive {name!r}: give at least one of vjp= (reverse mode) and jvp= "
+            "(forward mode); an op without rules cannot be differentiated"
+        )
+    vjp_t = None if vjp is None else ((vjp,) if callable(vjp) else tuple(vjp))
+    jvp_t = None if jvp is None else ((jvp,) if callable(jvp) else tuple(jvp))
+    n = _arity(name, forward, vjp_t, jvp_t)
+    vjp_rules = _as_rules(name, vjp_t, n, "vjp")
+    jvp_rules = _as_rules(name, jvp_t, n, "jvp")
+
+    def plain_forward(*inputs: Any, **params: Any) -> Any:
+        if len(inputs) != n:
+            raise TypeError(f"{name}: takes {n} input(s), got {len(inputs)}")
+        return _as_float_if_scalar(forward(*inputs, **params), inputs)
+
+    plain_forward.__name__ = plain_forward.__qualname__ = name
+    prim = Primitive(
+        name,
+        plain_forward,
+        vjp=tuple(_checked_vjp(name, i, r) for i, r in enumerate(vjp_rules)),
+        jvp=tuple(_checked_jvp(name, r) for r in jvp_rules),
+        rule=rule or f"{name}: derivative rules given by the user",
+        domain=_domain(name, domain),
+        display=display or name,
+    )
+    USER_PRIMITIVES[name] = prim
+
+    def op(*inputs: Any, **params: Any) -> Any:
+        if len(inputs) != n:
+            raise TypeError(f"{name}: takes {n} input(s), got {len(inputs)}")
+        return bind(prim, *inputs, **params)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"{name}(x) of a number, an array or a traced value.  {prim.rule}"
+    op.primitive = prim  # type: ignore[attr-defined]
+    return op
+
+
+# --- custom_vjp / custom_jvp --------------------------------------------------------------
+
+
+class CustomFunction:
+    """A function whose derivative comes from rules the user gives, not from its code.
+
+    Made by :func:`custom_vjp` or :func:`custom_jvp`. Calling it on plain numbers or
+    arrays just runs ``fun``. On graph values it records ONE node (the function's own
+    operations are not recorded): ``fun`` runs on the plain values, and backward applies
+    the user's rule.
+
+    - ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)`` runs in the forward pass
+      (its residuals are kept with the node); ``bwd(residuals, g) -> (ct_1, ..., ct_n)``,
+      one cotangent per positional argument, each shaped like its argument (``None``: no
+      gradient). A function of one argument may return the cotangent alone.
+    - ``f.defjvp(jvp_rule)``: ``jvp_rule(primals, tangents) -> (out, tangent_out)``.
+
+    Keyword arguments are passed to ``fun``, ``fwd`` and the jvp rule unchanged (never
+    differentiated). With only a vjp, forward mode builds ``J·t`` from one ``bwd`` call per
+    output entry; with only a jvp, reverse mode builds ``gᵀJ`` from one jvp call per input
+    entry (both exact, costlier for large arrays: give both rules then).
+
+    Grad of grad: under ``backward(create_graph=True)`` or ``grad(grad(f))`` the residuals
+    are recomputed from the inputs' graph values (``fwd`` runs on them) and ``bwd`` runs on
+    graph values, so rules written with differentiable ops (``ops.exp``, ``*``…) are
+    differentiated again.
+    """
+
+    def __init__(self, fun: Callable, kind: str):
+        self.fun = fun
+        self.kind = kind
+        self.name = getattr(fun, "__name__", "custom")
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+        self.jvp_rule: Callable | None = None
+        self.__name__ = self.name
+        self.__doc__ = fun.__doc__
+        self.__wrapped__ = fun
+        self.primitive = Primitive(
+            self.name,
+            self._forward,
+            vjp_all=self._vjp_all,
+            jvp_all=self._jvp_all,
+            rule=f"{kind}: the derivative rule {self.name} was given",
+            domain=EVERYWHERE,
+            display=lambda params: f"{self.name}",
+        )
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+        """Set the reverse-mode rule: ``fwd(*args) -> (out, res)``, ``bwd(res, g) -> cts``."""
+        if not callable(fwd) or not callable(bwd):
+            raise TypeError(f"{self.kind} {self.name}: defvjp needs two functions (fwd, bwd)")
+        self.fwd, self.bwd = fwd, bwd
+
+    def defjvp(self, jvp_rule: Callable) -> Callable:
+        """Set the forward-mode rule ``jvp_rule(primals, tangents) -> (out, tangent_out)``
+        (usable as a decorator)."""
+        if not callable(jvp_rule):
+            raise TypeError(f"{self.kind} {self.name}: defjvp needs a function")
+        self.jvp_rule = jvp_rule
+        return jvp_rule
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fwd is None and self.jvp_rule is None:
+            raise RuntimeError(
+                f"{self.kind} {self.name}: no rule defined yet; call "
+                f"{self.name}.defvjp(fwd, bwd) or {self.name}.defjvp(rule) first"
+            )
+        if not any(isinstance(a, Traced) for a in args):
+            return self.fun(*args, **kwargs)
+        cell: dict = {}  # the residuals of this call (kept with the node)
+        return bind(self.primitive, *args, _cell=cell, _kwargs=kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.name}>"
+
+    # --- the entry's forward and rules ---
+
+    def _forward(self, *xs: Any, _cell: dict, _kwargs: dict) -> Any:
+        if self.fwd is not None:
+            out, res = self.fwd(*xs, **_kwargs)
+            out = _as_float_if_scalar(out, xs)
+            _cell["out"], _cell["res"] = out, res
+            return out
+        return _as_float_if_scalar(self.fun(*xs, **_kwargs), xs)
+
+    def _residuals(self, out: Any, inputs: Sequence, cell: dict, kwargs: dict) -> Any:
+        if cell.get("out") is out and not any(isinstance(x, Traced) for x in inputs):
+            return cell["res"]  # saved in the forward pass
+        assert self.fwd is not None
+        return self.fwd(*inputs, **kwargs)[1]  # graph values: recomputed, differentiable
+
+    def _cotangents(self, res: Any, g: Any, inputs: Sequence) -> list:
+        assert self.bwd is not None
+        cts = self.bwd(res, g)
+        if len(inputs) == 1 and not isinstance(cts, tuple | list):
+            cts = (cts,)
+        if not isinstance(cts, tuple | list):
+            raise TypeError(
+                f"{self.kind} {self.name}: bwd must return a tuple of {len(inputs)} "
+                f"cotangents (one per argument), got {type(cts).__name__}"
+            )
+        if len(cts) != len(inputs):
+            raise ValueError(
+                f"{self.kind} {self.name}: bwd returned {len(cts)} cotangent(s) for "
+                f"{len(inputs)} argument(s) (shapes {[_shape_of(x) for x in inputs]})"
+            )
+        for i, (ct, x) in enumerate(zip(cts, inputs)):
+            if ct is not None and _shape_of(ct) != _shape_of(x):
+                raise ValueError(
+                    f"{self.kind} {self.name}: bwd's cotangent for argument {i} has shape "
+                    f"{_shape_of(ct)}, but that argument has shape {_shape_of(x)}"
+                )
+        return list(cts)
+
+    def _user_jvp(self, inputs: Sequence, tangents: Sequence, kwargs: dict) -> Any:
+        assert self.jvp_rule is not None
+        result = self.jvp_rule(tuple(inputs), tuple(tangents), **kwargs)
+        if not isinstance(result, tuple | list) or len(result) != 2:
+            raise TypeError(
+                f"{self.kind} {self.name}: the jvp rule must return (out, tangent_out), "
+                f"got {type(result).__name__}"
+            )
+        return result[1]
+
+    def _vjp_all(self, g: Any, out: Any, *inputs: Any, _cell: dict, _kwargs: dict) -> list:
+        if self.bwd is not None:
+            res = self._residuals(out, inputs, _cell, _kwargs)
+            return self._cotangents(res, g, inputs)
+        if self.jvp_rule is None:
+            raise NotImplementedError(f"{self.kind} {self.name}: no vjp or jvp rule")
+        shares = []  # gᵀJ from one jvp per input entry: share_k[e] = <g, J e>
+        for k, x in enumerate(inputs):
+            entries = []
+            for e in _basis(_shape_of(x)):
+                tangents = [_zeros_like(xi) if i != k else e for i, xi in enumerate(inputs)]
+                column = self._user_jvp(inputs, tangents, _kwargs)
+                entries.append(_inner(g, column))
+            shares.append(_assemble(entries, _shape_of(x)))
+        return shares
+
+    def _jvp_all(self, tangents: Sequence, out: Any, *inputs: Any, _cell: dict, _kwargs: dict):
+        if self.jvp_rule is not None:
+            full = [_zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
+            tangent = self._user_jvp(inputs, full, _kwargs)
+            if _shape_of(tangent) != _shape_of(out):
+                raise ValueError(
+                    f"{self.kind} {self.name}: the jvp rule returned a tangent of shape "
+                    f"{_shape_of(tangent)}, but the output has shape {_shape_of(out)}"
+                )
+            return tangent
+        # J t from one bwd per output entry: (J t)[i] = <e_i J, t>
+        assert self.fwd is not None
+        res = self._residuals(out, inputs, _cell, _kwargs)
+        entries = []
+        for e in _basis(_shape_of(out)):
+            row = self._cotangents(res, e, inputs)
+            total: Any = 0.0
+            for share, t in zip(row, tangents):
+                if share is not None and t is not None:
+                    total = total + _inner(share, t)
+            entries.append(total)
+        return _assemble(entries, _shape_of(out))
+
+
+def custom_vjp(fun: Callable) -> CustomFunction:
+    """Decorator: ``fun`` gets its reverse-mode rule from ``fun.defvjp(fwd, bwd)``.
+
+    As ``jax.custom_vjp``: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) ->
+    tuple of cotangents`` (one per positional argument). As ``torch.autograd.Function``:
+    ``fwd`` is ``forward`` with ``ctx.save_for_backward`` (the residuals), ``bwd`` is
+    ``backward``. See :class:`CustomFunction`.
+    """
+    return CustomFunction(fun, "custom_vjp")
+
+
+def custom_jvp(fun: Callable) -> CustomFunction:
+    """Decorator: ``fun`` gets its forward-mode rule from ``fun.defjvp(rule)``.
+
+    As ``jax.custom_jvp``: ``rule(primals, tangents) -> (out, tangent_out)``; reverse mode
+    is derived from it (one rule call per input entry). See :class:`CustomFunction`.
+    """
+    return CustomFunction(fun, "custom_jvp")
+
+
+# --- stop_gradient --------------------------------------------------------------------------
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant: the same value, derivative zero (JAX's ``lax.stop_gradient``).
+
+    A ``Value`` or ``Tensor`` becomes ``x.detach()`` (a new leaf holding the same data,
+    cut off from the graph, as PyTorch's ``detach``); a ``Dual`` becomes ``x.detach()``
+    (same primal, detached too, tangent zero); numbers and arrays are returned as they
+    are. Lists and tuples are handled entry by entry. Inside ``grad``, ``jvp``, ``vjp`` and
+    ``hessian`` it blocks exactly what ``no_grad()`` would block for that value.
+    """
+    if isinstance(x, list | tuple):
+        return type(x)(stop_gradient(v) for v in x)
+    if isinstance(x, Node | DualNumber):
+        return x.detach()  # type: ignore[attr-defined]
+    return x
+
+
+# --- checkpoint ----------------------------------------------------------------------------
+
+
+def _ckpt_forward(*xs: Any, f: Callable, n_args: int, _cell: dict) -> Any:
+    if "out" in _cell:  # computed already by checkpoint(f), which was looking for captures
+        return _cell.pop("out")
+    with graph.no_grad():  # (a replay of the graph binds the node again)
+        out = f(*(_constant_node(x) for x in xs[:n_args]))
+    return _as_float_if_scalar(constant(out), xs[:n_args])
+
+
+def _constant_node(x: Any) -> Any:
+    """A plain value as a graph value that needs no gradient (a ``Value`` for a float, a
+    ``Tensor`` for an array), so ``f`` may use methods (``x.tanh()``); traced values as
+    they are."""
+    from .tensor import Tensor
+    from .value import Value
+
+    if isinstance(x, Traced):
+        return x
+    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
+        return Value(float(x))
+    return Tensor(np.asarray(x))
+
+
+def _fresh_leaf(x: Any) -> Any:
+    from .tensor import Tensor
+    from .value import Value
+
+    x = constant(x)
+    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
+        return Value(float(x))
+    return Tensor(np.asarray(x), requires_grad=True)
+
+
+def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict) -> list:
+    """Run ``fn`` again, recording from fresh leaves, and pull ``g`` back through that
+    graph. Under create_graph the gradients (graph values from the fresh leaves) are
+    replayed onto the real inputs, so they can be differentiated again."""
+    from .tangents import replay
+
+    create_graph = any(is_node(x) for x in inputs) or is_node(g)
+    leaves = [_fresh_leaf(x) for x in inputs[:n_args]]
+    captured = list(_cell["captured"])  # the nodes themselves (inputs may be their data)
+    with graph.enable_grad():
+        recorded = f(*leaves)
+    if not is_node(recorded):  # the output does not depend on any input
+        return [None] * len(inputs)
+    seed = g
+    if create_graph and not is_node(g):
+        seed = _fresh_leaf(g)
+    found = graph.backpropagate(
+        recorded, seed, create_graph=create_graph, accumulate=False, wanted=leaves + captured
+    )
+    shares = [found.get(node) for node in leaves + captured]
+    if create_graph:
+        subs = {leaf: x for leaf, x in zip(leaves, inputs) if is_node(x)}
+        shares = [None if s is None else replay(s, subs) for s in shares]
+    return shares
+
+
+def _ckpt_jvp_all(
+    tangents: Sequence, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict
+) -> Any:
+    """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
+    from .dual import Dual, new_tag
+    from .tangents import replay
+
+    leaves = [_fresh_leaf(innermost(x)) for x in inputs[:n_args]]
+    with graph.enable_grad():
+        recorded = f(*leaves)
+    tag = new_tag()
+    subs: dict = {}
+    for node, x, t in zip(leaves + list(_cell["captured"]), inputs, tangents):
+        if t is not None:
+            subs[node] = Dual(x, t, tag)
+        elif isinstance(x, Traced) and node is not x:
+            subs[node] = x
+    result = replay(recorded, subs)
+    if isinstance(result, Dual) and result.tag == tag:
+        return result.tangent
+    return _zeros_like(out)
+
+
+_ALONE = 3  # sys.getrefcount of an object held by one list entry (+ the loop name, the call)
+
+CHECKPOINT = Primitive(
+    "checkpoint",
+    _ckpt_forward,
+    vjp_all=_ckpt_vjp_all,
+    jvp_all=_ckpt_jvp_all,
+    rule="recomputed in the backward pass: the rules of the ops inside f",
+    domain=EVERYWHERE,
+    display=lambda params: f"checkpoint({getattr(params.get('f'), '__name__', 'f')})",
+)
+
+
+def checkpoint(fn: Callable) -> Callable:
+    """``checkpoint(f)(*args)``: ``f(*args)`` recorded as ONE node; ``f`` runs again in
+    the backward pass (gradient checkpointing, as ``torch.utils.checkpoint`` and
+    ``jax.checkpoint``).
+
+    The forward pass runs ``f`` without recording, so the graph keeps only the inputs and
+    the output, not ``f``'s intermediate values. When backward reaches the node, ``f`` is
+    run again with recording on, from the saved inputs, and the upstream gradient is
+    pulled back through that fresh graph (which is then dropped): the same gradients as
+    without checkpointing, for one extra forward pass of ``f``. Segments may be nested.
+
+    ``f`` takes ``Value``/``Tensor`` (or plain) positional arguments and returns one
+    ``Value`` or ``Tensor``. Graph values ``f`` closes over (a layer's weights) are found
+    and become inputs of the node, so their gradients flow too (finding them runs ``f``
+    once more, recording, the first time its plain run returns a graph value). Under
+    forward mode (``Dual`` arguments) or ``no_grad()`` nothing is recorded anyway and
+    ``f`` simply runs.
+    """
+    name = getattr(fn, "__name__", "f")
+
+    def checkpointed(*args: Any) -> Any:
+        if any(is_dual(a) for a in args) or not graph.is_grad_enabled():
+            return fn(*args)
+        copies = [a.detach() if is_node(a) else _constant_node(a) for a in args]
+        out = fn(*copies)  # recorded only if f closes over graph values needing gradients
+        captured: list = []
+        if is_node(out) and out._fn is not None:
+            mine = {id(c) for c in copies}
+            candidates = [
+                n
+                for n in graph.topological_order(out)
+                if n._fn is None and n.requires_grad and id(n) not in mine
+            ]
+            out = out.data
+            # Once the graph is dropped, a constant made inside f (Value(2.0) from `x * 2`)
+            # is referred to by `candidates` alone; a weight f closes over is referred to
+            # from outside too.
+            captured = [n for n in candidates if sys.getrefcount(n) > _ALONE]
+            del candidates
+        if not captured and not any(is_node(a) for a in args):
+            return fn(*args)  # nothing to differentiate
+        cell = {"out": _as_float_if_scalar(constant(out), args), "captured": tuple(captured)}
+        return bind(CHECKPOINT, *args, *captured, f=fn, n_args=len(args), _cell=cell)
+
+    checkpointed.__name__ = f"checkpoint({name})"
+    checkpointed.__wrapped__ = fn  # type: ignore[attr-defined]
+    return checkpointed
