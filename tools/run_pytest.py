@@ -37,35 +37,22 @@ def simd_features_above_baseline() -> list[str]:
     return [name for name in umath.__cpu_dispatch__ if have.get(name)]
 
 
+def workers() -> list[str]:
+    """pytest-xdist options: one process per core, up to 4 (files and notebooks are kept
+    whole: see ``pytest_xdist_make_scheduler`` in tests/conftest.py)."""
+    n = min(os.cpu_count() or 1, 4)
+    return ["-n", str(n), "--dist", "loadfile"] if n > 1 else []
+
+
 def pytest(args: list[str], env: dict[str, str] | None = None) -> int:
-    return pytest_in_parallel([args], env)
-
-
-def pytest_in_parallel(runs: list[list[str]], env: dict[str, str] | None = None) -> int:
-    """Run one pytest per argument list at once (one streams its output; several print theirs
-    in turn when all are done) and return the first failure's exit code, else 0."""
-    cmds = [
-        [sys.executable, "-m", "pytest", *a, "-p", "no:cacheprovider", "-q", "-ra"] for a in runs
-    ]
-    for cmd in cmds:
-        print("+", " ".join(cmd), flush=True)
-    # Several at once: each writes to a file of its own (a pipe could fill and stall it).
-    outs = [None if len(cmds) == 1 else tempfile.TemporaryFile("w+") for _ in cmds]
-    procs = [
-        subprocess.Popen(c, cwd=ROOT, env=env, stdout=o, stderr=subprocess.STDOUT, text=True)
-        for c, o in zip(cmds, outs)
-    ]
-    codes = []
-    for proc, out in zip(procs, outs):
-        proc.wait()
-        if out is not None:
-            out.seek(0)
-            print(out.read(), end="", flush=True)
-            out.close()
-        if proc.returncode == 5:
-            print("pytest collected no tests: the suite is broken (exit 5 counts as a failure)")
-        codes.append(1 if proc.returncode == 5 else proc.returncode)
-    return next((c for c in codes if c), 0)
+    """Run pytest; exit code 5 (nothing collected) counts as a failure."""
+    cmd = [sys.executable, "-m", "pytest", *workers(), *args, "-p", "no:cacheprovider", "-q"]
+    print("+", " ".join(cmd), flush=True)
+    code = subprocess.call([*cmd, "-ra"], cwd=ROOT, env=env)
+    if code == 5:
+        print("pytest collected no tests: the suite is broken (exit 5 counts as a failure)")
+        return 1
+    return code
 
 
 def main(argv: list[str]) -> int:
@@ -81,8 +68,7 @@ def main(argv: list[str]) -> int:
     tunables = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), GLIBC_NO_FMA]))
     print(f"second nbval pass: numpy's SIMD paths off ({disabled}), and {GLIBC_NO_FMA}")
     env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled, "GLIBC_TUNABLES": tunables}
-    # Only stored outputs are compared here, nothing timed: one process per folder, at once.
-    return pytest_in_parallel([[folder, *NBVAL, *argv] for folder in notebooks], env) or rc
+    return pytest([*notebooks, *NBVAL, *argv], env) or rc
 
 
 if __name__ == "__main__":
