@@ -108,6 +108,12 @@ def test_start_page_links_every_chapter_and_exercise_notebook():
     chapters = {Path(link).stem for link in links if not link.startswith("..")}
     for number in range(7):
         assert any(stem.startswith(f"{number:02d}_") for stem in chapters), number
+    # where to go first comes near the top, before grading and presenting
+    text = _markdown(START)
+    first = text.index("**Where to go first:**")
+    assert text[first:].split("\n")[0].count("](00_why_autodiff.ipynb)") == 1
+    assert first < text.index("## Exercises and checking your answers")
+    assert first < text.index("## Presenting a chapter")
     exercises = [link for link in links if link.startswith("../exercises/")]
     assert len(exercises) == 6  # chapters 01-06 (00 has none)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -737,3 +738,21 @@ def test_the_scorecard_title_is_the_registry_heading():
         == ("Multiply two dual numbers (trivial · about 5 minutes)")
     )
     assert "trivial · about 5 minutes" in result.to_text()
+
+
+def test_every_stored_scorecard_title_is_the_registry_heading():
+    """Stored scorecards (solutions/ and the start page) show the spec's one heading, as the
+    notebook headings do: no title written twice that could drift apart."""
+    paths = [*sorted((ROOT / "solutions").glob("*.ipynb")), ROOT / "notebooks/00_start_here.ipynb"]
+    titles: list[tuple[str, str]] = []
+    for path in paths:
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for out in cell.get("outputs", []):
+                text = out.get("data", {}).get("text/plain", "")
+                text = "".join(text) if isinstance(text, list) else text
+                found = re.match(r"Exercise (\d+\.\d+): (.*) — [A-Z ]+ \(", text)
+                if found:
+                    titles.append((found.group(1), found.group(2)))
+    assert len({eid for eid, _ in titles}) >= 30  # every course exercise's scorecard
+    for exercise_id, title in titles:
+        assert title == registry.get(exercise_id).heading, (exercise_id, title)

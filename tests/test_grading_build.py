@@ -204,3 +204,58 @@ def test_a_top_level_region_is_built_with_a_warning(tmp_path, capsys):
         "97_top.ipynb code cell 1, line 1: exercise 97.2's region is at the top level of the "
         "cell, so its stub raises when the cell runs and stops 'Run All'"
     ]
+
+
+# --- wrapped stubs ---------------------------------------------------------------------
+
+#: No line of a generated stub cell is longer than this (ruff's and black's default).
+STUB_WIDTH = 88
+LONG_TASK = (
+    'wrap_me(x, y, z): a task long enough to run past the right edge of a "notebook" '
+    "cell, with a back\\slash in it, so the stub must wrap it over several lines"
+)
+
+
+def test_a_long_task_is_wrapped_in_adjacent_strings():
+    from autodiff_lab.grading import registry
+    from autodiff_lab.grading.build import stub_line
+    from autodiff_lab.grading.spec import Exercise
+
+    registry.register(
+        Exercise(
+            id="96.1", title="Wrap", task=LONG_TASK, answer="wrap_me", cases=lambda rng: [],
+            run=lambda a, i: None, reference=lambda i: None, level="easy", minutes=1,
+        ),
+        replace=True,
+    )  # fmt: skip
+    stub = stub_line("        ", "96.1")
+    assert stub.splitlines() == [
+        "        raise NotImplementedError(",
+        '            "Exercise 96.1: wrap_me(x, y, z): a task long enough to run past the right "',
+        r'            "edge of a \"notebook\" cell, with a back\\slash in it, so the stub must "',
+        '            "wrap it over several lines"',
+        "        )",
+    ]
+    with pytest.raises(NotImplementedError) as raised:
+        exec(compile("if True:\n" + stub, "<stub>", "exec"), {})
+    assert str(raised.value) == f"Exercise 96.1: {LONG_TASK}"  # the same message, whole
+
+
+def test_no_line_of_a_course_stub_cell_is_longer_than_88():
+    """Every code cell of the course's exercise notebooks that holds a stub fits 88 columns
+    (the stubs are generated here from solutions/, as build-exercises does)."""
+    from pathlib import Path
+
+    from autodiff_lab.grading.build import solution_notebooks
+
+    root = Path(__file__).resolve().parents[1]
+    stub_cells = 0
+    for path in solution_notebooks(root / "solutions"):
+        for cell in json.loads(generate(path).text)["cells"]:
+            source = "".join(cell["source"])
+            if cell["cell_type"] != "code" or "raise NotImplementedError(" not in source:
+                continue
+            stub_cells += 1
+            too_long = [line for line in source.splitlines() if len(line) > STUB_WIDTH]
+            assert not too_long, f"{path.name}: {too_long}"
+    assert stub_cells >= 30  # every chapter's exercises were looked at

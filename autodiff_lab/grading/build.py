@@ -8,8 +8,9 @@ between two marker lines::
         ...
         ### END SOLUTION
 
-The generator replaces each region (markers included) with one line at the BEGIN line's
-indentation, ``raise NotImplementedError("Exercise 1.1: <task>")``, clears every output,
+The generator replaces each region (markers included) with a stub at the BEGIN line's
+indentation, ``raise NotImplementedError("Exercise 1.1: <task>")`` (a long task is wrapped
+over several lines of at most 88 characters, see :func:`stub_line`), clears every output,
 drops cells tagged ``solution-only``, and writes ``exercises/NN_name.ipynb``. The exercise
 id comes from ``# Exercise N.M`` on the BEGIN line, else from the first ``check("N.M", …)``
 call after the region; the task line from the exercise registry.
@@ -70,10 +71,55 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+#: No line of a generated stub is longer than this (ruff's and black's default, 88): the
+#: task text stays inside a notebook cell's width instead of running past its right edge.
+STUB_WIDTH = 88
+
+
 def stub_line(indent: str, exercise_id: str) -> str:
-    """The line that replaces an answer: it raises with the exercise's number and task."""
+    """The statement that replaces an answer: it raises with the exercise's number and task.
+
+    One line when it fits in :data:`STUB_WIDTH` characters; otherwise the message is split
+    at spaces into adjacent string literals inside the brackets (Python joins them into
+    the same message), each line at most :data:`STUB_WIDTH` characters::
+
+        raise NotImplementedError(
+            "Exercise 1.4: jvp_f(x, y, dx, dy): for f(x, y) = (sin(x*y), x + y**2) "
+            "return (f(x, y), J @ (dx, dy))"
+        )
+    """
     message = registry.get(exercise_id).stub_message()
-    return f"{indent}raise NotImplementedError({json.dumps(message, ensure_ascii=False)})"
+    one_line = f"{indent}raise NotImplementedError({_literal(message)})"
+    if len(one_line) <= STUB_WIDTH:
+        return one_line
+    inner = indent + "    "
+    pieces = _split_message(message, STUB_WIDTH - len(inner))
+    body = "\n".join(inner + _literal(piece) for piece in pieces)
+    return f"{indent}raise NotImplementedError(\n{body}\n{indent})"
+
+
+def _literal(text: str) -> str:
+    """``text`` as a double-quoted Python string literal (JSON's escapes are Python's)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _split_message(message: str, width: int) -> list[str]:
+    """``message`` cut at spaces into pieces whose literals fit ``width`` characters; every
+    piece but the last keeps its trailing space, so the pieces join back to ``message``.
+    A single word longer than ``width`` stays whole (nothing else can be done)."""
+    pieces: list[str] = []
+    current: str | None = None  # the piece being filled (None: nothing yet)
+    for word in message.split(" "):
+        if current is None:
+            current = word
+        elif len(_literal(f"{current} {word} ")) > width and current.strip():
+            pieces.append(current + " ")
+            current = word
+        else:
+            current = f"{current} {word}"
+    pieces.append(current or "")
+    assert "".join(pieces) == message  # the split only moves text between lines
+    return pieces
 
 
 def replace_regions(
