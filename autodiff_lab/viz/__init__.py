@@ -6,6 +6,7 @@
 - :class:`FiniteDifferenceExplorer` — finite-difference error vs step size h.
 - :class:`CostExplorer` — measured cost of forward vs reverse mode as inputs/outputs grow.
 - :class:`TrainingDashboard` — live training curves (in :mod:`autodiff_lab.viz.dashboard`).
+- :class:`CheckpointExplorer` — checkpointing: kept vs recomputed values, memory and time.
 
 Every widget also shows a static picture where no kernel runs (GitHub, nbviewer, HTML).
 """
@@ -18,7 +19,7 @@ from .render import render_svg, renderer_name
 __all__ = [
     "draw_graph", "GraphDrawing", "render_svg", "renderer_name",
     "BackwardStepper", "ForwardStepper", "FiniteDifferenceExplorer", "CostExplorer",
-    "TrainingDashboard",
+    "TrainingDashboard", "CheckpointExplorer",
 ]  # fmt: skip
 
 _LAZY = {
@@ -27,6 +28,7 @@ _LAZY = {
     "FiniteDifferenceExplorer": ".explorers",
     "CostExplorer": ".explorers",
     "TrainingDashboard": ".dashboard",
+    "CheckpointExplorer": ".checkpointing",
 }
 
 
