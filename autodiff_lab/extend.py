@@ -121,14 +121,15 @@ def _assemble(entries: list, shape: tuple) -> Any:
 
 
 def _arity(name: str, forward: Callable, vjp: Sequence | None, jvp: Sequence | None) -> int:
-    if vjp is not None:
-        return len(vjp)
-    if jvp is not None:
-        return len(jvp)
+    """The number of inputs: the positional parameters of ``forward`` without a default
+    (or, for ``forward(*xs)`` and builtins, the number of rules given)."""
+    rules = len(vjp) if vjp is not None else len(jvp) if jvp is not None else 1
     try:
-        params = inspect.signature(forward).parameters.values()
+        params = list(inspect.signature(forward).parameters.values())
     except (TypeError, ValueError):  # builtins without a signature
-        return 1
+        return rules
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return rules
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
 
@@ -595,6 +596,11 @@ def checkpoint(fn: Callable) -> Callable:
             return fn(*args)
         copies = [a.detach() if is_node(a) else _constant_node(a) for a in args]
         out = fn(*copies)  # recorded only if f closes over graph values needing gradients
+        if isinstance(out, tuple | list) or isinstance(innermost(out), DualNumber):
+            raise TypeError(
+                f"checkpoint({name}): f must return one Value, Tensor or number, got "
+                f"{type(out).__name__} (stack several outputs into one Tensor first)"
+            )
         captured: list = []
         if is_node(out) and out._fn is not None:
             mine = {id(c) for c in copies}

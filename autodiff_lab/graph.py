@@ -242,10 +242,12 @@ def graph_memory(root: Node) -> GraphMemory:
     This is what reverse mode must keep until the backward pass: it grows with the length
     of the computation (forward mode keeps nothing).
 
-    Tolerance: for chains of ``Value`` or ``Tensor`` operations, the total agrees with
-    the growth ``tracemalloc`` measures while the graph is built within 2 % + 1 KiB (tested
-    in ``tests/test_control_memory.py``); Python's allocator rounding and the arrays'
-    memory alignment make up the difference.
+    Tolerance: for chains of 10 to 1,000 ``Value`` or ``Tensor`` operations, before and
+    after ``backward()``, the total agrees with the growth ``tracemalloc`` measures while
+    the graph is built within 2 % + 1 KiB (tested in ``tests/test_control_memory.py``;
+    measured on CPython 3.11: counted minus traced is a constant +112 to +152 bytes,
+    whatever the length). ``sys.getsizeof`` is the size of each object as Python reports
+    it; allocator overhead outside the objects is not counted.
     """
     seen: set = set()
     memory = GraphMemory(0, 0, 0, 0, 0)

@@ -21,7 +21,7 @@ import numpy as np
 from .tensor import Tensor
 from .value import Value
 
-__all__ = ["Optimizer", "SGD", "Adam"]
+__all__ = ["Optimizer", "SGD", "Adam", "clip_grad_norm_", "clip_grad_value_"]
 
 
 class Optimizer:
@@ -153,3 +153,67 @@ class Adam(Optimizer):
         step_size = self.lr / (1 - b1**t)
         denom = (v**0.5) / math.sqrt(1 - b2**t) + self.eps
         return step_size * (m / denom)
+
+
+# --- gradient clipping (as torch.nn.utils) ------------------------------------------------
+
+
+def _with_grads(params, where: str) -> list:
+    """The parameters (one, or an iterable) whose ``.grad`` holds a gradient."""
+    params = [params] if isinstance(params, Value | Tensor) else list(params)
+    for p in params:
+        if not isinstance(p, Value | Tensor):
+            raise TypeError(f"{where}: parameters must be Value or Tensor, got {type(p).__name__}")
+    return [p for p in params if p.grad is not None]
+
+
+def clip_grad_norm_(
+    params, max_norm: float, norm_type: float = 2.0, error_if_nonfinite: bool = False
+) -> float:
+    """Scale all gradients together so that their joint norm is at most ``max_norm``.
+
+    The joint norm is the ``norm_type``-norm of all gradient entries as one vector
+    (``inf``: the largest ``|g|``). Every gradient is multiplied in place by
+    ``min(1, max_norm / (norm + 1e-6))``, as PyTorch's ``torch.nn.utils.clip_grad_norm_``
+    does; the direction of the joint gradient is unchanged. Returns the norm before
+    clipping.
+    """
+    max_norm, norm_type = float(max_norm), float(norm_type)
+    if not max_norm >= 0:
+        raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm!r}")
+    if not norm_type > 0:
+        raise ValueError(f"clip_grad_norm_: norm_type must be > 0 (or inf), got {norm_type!r}")
+    params = _with_grads(params, "clip_grad_norm_")
+    if not params:
+        return 0.0
+    grads = [np.abs(np.asarray(p.grad, dtype=np.float64)).ravel() for p in params]
+    if norm_type == math.inf:
+        total = max(float(g.max()) if g.size else 0.0 for g in grads)
+    else:
+        per_param = [np.sum(g**norm_type) ** (1.0 / norm_type) for g in grads]
+        total = float(np.sum(np.asarray(per_param) ** norm_type) ** (1.0 / norm_type))
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(
+            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
+            f"{total}; they cannot be clipped (set error_if_nonfinite=False to go on)"
+        )
+    coef = min(1.0, max_norm / (total + 1e-6))
+    for p in params:
+        if isinstance(p.grad, np.ndarray):
+            p.grad *= np.asarray(coef, dtype=p.grad.dtype)
+        else:
+            p.grad = p.grad * coef
+    return total
+
+
+def clip_grad_value_(params, clip_value: float) -> None:
+    """Clip every gradient entry into ``[-clip_value, clip_value]`` in place (PyTorch's
+    ``torch.nn.utils.clip_grad_value_``)."""
+    clip_value = float(clip_value)
+    if not clip_value >= 0:
+        raise ValueError(f"clip_grad_value_: clip_value must be >= 0, got {clip_value!r}")
+    for p in _with_grads(params, "clip_grad_value_"):
+        if isinstance(p.grad, np.ndarray):
+            np.clip(p.grad, -clip_value, clip_value, out=p.grad)
+        else:
+            p.grad = min(max(p.grad, -clip_value), clip_value)
