@@ -27,6 +27,13 @@ Transformations compose in any order, to any depth:
 
 Second derivatives: :func:`hessian` (``mode="fwd-rev"`` or ``"rev-rev"``) and :func:`hvp`,
 a Hessian-vector product without forming the Hessian.
+
+Transformations of chapter 08 (:mod:`autodiff_lab.linear`):
+
+- :func:`linearize` records the jvp once as a graph of linear operations
+  (a :class:`~autodiff_lab.linear.LinearGraph`), applied to many tangents;
+- :func:`linear_transpose` runs that graph backwards, each op replaced by its transpose:
+  the vjp, obtained from forward mode.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import numpy as np
 from . import graph
 from .dual import Dual, new_tag
 from .kinds import innermost, is_node
+from .linear import LinearGraph, linear_transpose, linearize  # noqa: F401  (chapter 08)
 from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value

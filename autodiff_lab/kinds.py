@@ -1,13 +1,20 @@
-"""The two kinds of numbers that carry derivatives: graph nodes and dual numbers.
+"""The kinds of numbers that carry derivatives (or batches): graph nodes and tracers.
 
 Every module asks "is this a graph value?" or "is this a dual number?" through these
 types (as minitorch's ``Variable`` protocol), never by probing for attributes.
 
 - :class:`Node` — a value in a recorded graph (:class:`~autodiff_lab.Value`,
   :class:`~autodiff_lab.Tensor`): reverse mode walks these.
-- :class:`DualNumber` — ``primal + tangent·ε`` (:class:`~autodiff_lab.Dual`): forward mode.
+- :class:`Tracer` — a value wrapped by one running transformation call, identified by
+  its ``tag`` (a newer call has a larger tag):
 
-Both derive from :class:`Traced`; plain floats and numpy arrays are neither.
+  - :class:`DualNumber` — ``primal + tangent·ε`` (:class:`~autodiff_lab.Dual`): forward mode;
+  - :class:`BatchedArray` — a batch of values stacked along axis 0
+    (:class:`~autodiff_lab.batching.Batched`): ``vmap``.
+
+All derive from :class:`Traced`; plain floats and numpy arrays are none of them. A tracer
+is always the outer layer around graph nodes; among tracers, the one with the largest tag
+(the innermost transformation) applies an operation first (:func:`~autodiff_lab.primitives.bind`).
 """
 
 from __future__ import annotations
@@ -44,18 +51,46 @@ class Node(Traced):
     label: str
 
 
-class DualNumber(Traced):
+class Tracer(Traced):
+    """A value wrapped by the transformation call ``tag``; ``_apply(prim, *inputs,
+    **params)`` applies a primitive to inputs of which some are its own tracers."""
+
+    __slots__ = ()
+    tag: int
+
+
+class DualNumber(Tracer):
     """``primal + tangent·ε``, differentiating with respect to the jvp call ``tag``."""
 
     __slots__ = ()
     primal: Any
     tangent: Any
-    tag: int
+
+
+class BatchedArray(Tracer):
+    """A batch of values ``val[0], val[1], …`` (the batch along axis 0 of ``val``) that
+    the ``vmap`` call ``tag`` pushes through a function as if it were one value.
+
+    ``shape`` is the shape of one example; ``val`` may itself hold tracers or graph
+    nodes of other transformations.
+    """
+
+    __slots__ = ()
+    val: Any
+
+    def constant(self) -> BatchedArray:
+        """The same batch with every example's history and tangents dropped."""
+        raise NotImplementedError
 
 
 def is_node(x: object) -> bool:
     """True for a value of a recorded graph (a ``Value`` or a ``Tensor``)."""
     return isinstance(x, Node)
+
+
+def is_tracer(x: object) -> bool:
+    """True for a value wrapped by a running transformation (a dual or a batched array)."""
+    return isinstance(x, Tracer)
 
 
 def is_dual(x: object) -> bool:
@@ -74,12 +109,15 @@ def constant(x: Any) -> Any:
     """The plain number or array inside any traced value, its history and tangents dropped.
 
     Derivative rules use it for quantities whose own derivative is zero almost
-    everywhere (a relu's on/off mask, the sign of ``abs``).
+    everywhere (a relu's on/off mask, the sign of ``abs``). A batch stays a batch (each
+    example keeps its own mask), with plain values inside.
     """
     while True:
         if isinstance(x, DualNumber):
             x = x.primal
         elif isinstance(x, Node):
             x = x.data
+        elif isinstance(x, BatchedArray):
+            return x.constant()
         else:
             return x

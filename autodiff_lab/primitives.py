@@ -8,7 +8,12 @@ An entry (:class:`Primitive`) holds
   (reverse mode, the chain rule applied backwards);
 - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)``, giving that input's
   contribution to the output's tangent when the input moves by ``t`` (forward mode);
-- its rule as text, its display form in the drawings and its domain.
+- its rule as text, its display form in the drawings and its domain;
+- ``linear``: whether it is linear in its inputs (the ops a jvp leaves on the tangent
+  are), and then ``transposed``: its transpose as text (``sum`` -> ``broadcast``). The
+  transpose of a linear op *is* its vjp rule (:meth:`Primitive.transpose`);
+- ``batch``: its batching rule, how to apply it to a whole batch at once (``vmap``,
+  :mod:`autodiff_lab.batching`).
 
 ``Value``, ``Tensor`` and ``Dual`` all compute through this table (``backward()`` through
 :meth:`Primitive.pullback`, ``Dual`` through :meth:`Primitive.pushforward`), and so do the
@@ -31,7 +36,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import ops
-from .kinds import DualNumber, Node, constant
+from .kinds import BatchedArray, Node, Tracer, constant
 from .ops import broadcast_to, shape, sum_to, unbroadcast
 
 
@@ -72,15 +77,22 @@ class Primitive:
       operation circle (``'×'``; ``{name}`` fields are filled from the parameters) and
       ``notation``: how a node is written as an expression (``infix`` ``a × b``,
       ``power`` ``a**2``, ``prefix`` ``−a``, ``call`` ``tanh(a)``);
-    - ``domain``: where it is defined (:class:`Domain`).
+    - ``domain``: where it is defined (:class:`Domain`);
+    - ``linear``: ``"all"`` (linear in all inputs together: add, sum, reshape…),
+      ``"each"`` (in each input while the others are held constant: mul, matmul),
+      ``"first"`` (in the first only: a / c) or ``""`` (not linear); ``transposed``: the
+      transposed op as text, for the drawings (``sum`` -> ``"broadcast"``);
+    - ``batch``: ``batch(args, batched, **params)``, the batching rule: ``args[i]`` has a
+      leading batch axis where ``batched[i]`` is True; it returns the result for the
+      whole batch, batch axis first, using only primitives (so it can be traced further).
 
     :meth:`pullback` and :meth:`pushforward` apply the rules; ``backward()``, ``Dual`` and
-    the steppers all go through them.
+    the steppers all go through them. :meth:`transpose` transposes a linear op.
     """
 
     __slots__ = (
         "name", "forward", "vjp", "jvp", "vjp_all", "jvp_all",
-        "rule", "symbol", "display", "notation", "domain",
+        "rule", "symbol", "display", "notation", "domain", "linear", "transposed", "batch",
     )  # fmt: skip
 
     def __init__(
@@ -97,6 +109,9 @@ class Primitive:
         notation: str = "call",
         vjp_all: Callable | None = None,
         jvp_all: Callable | None = None,
+        linear: str = "",
+        transposed: str = "",
+        batch: Callable | None = None,
     ):
         self.name = name
         self.forward = forward
@@ -110,6 +125,9 @@ class Primitive:
         self.symbol = symbol or name
         self.display = display or self.symbol
         self.notation = notation
+        self.linear = linear
+        self.transposed = transposed
+        self.batch = batch
 
     def pullback(self, g, out, inputs: Sequence, params: dict, wanted: Sequence[bool]) -> list:
         """Each input's share of the gradient: ``g · d out / d input_i``.
@@ -147,6 +165,33 @@ class Primitive:
                 total = share if total is None else total + share
         return total
 
+    def is_linear_in(self, linear: Sequence[bool]) -> bool:
+        """Whether the op is a linear map of the inputs marked True (the rest held fixed)."""
+        if self.linear == "all":
+            return True
+        if self.linear == "each":
+            return sum(linear) == 1
+        if self.linear == "first":
+            return not any(linear[1:])
+        return False
+
+    def transpose(self, ct, out, inputs: Sequence, params: dict, linear: Sequence[bool]) -> list:
+        """The transposed map: for ``y = A x`` (``x`` the inputs marked ``linear``, the
+        others constants), each linear input's cotangent ``Aᵀ ct``.
+
+        No new rule is needed: the vjp of a linear map is its transpose
+        (``ctᵀ A = (Aᵀ ct)ᵀ``), so this applies the vjp rules, after checking that the op
+        is linear in those inputs. ``out`` and the linear inputs are only read for their
+        shapes (a transposition never needs their values).
+        """
+        if not self.is_linear_in(linear):
+            marked = [i for i, lin in enumerate(linear) if lin]
+            raise ValueError(
+                f"transpose: {self.name} is not linear in its input(s) {marked} "
+                f"(linear={self.linear!r}); only linear operations can be transposed"
+            )
+        return self.pullback(ct, out, inputs, params, linear)
+
     def op(self, params: dict | None) -> str:
         """micrograd's ``_op``: the symbol with its parameters filled in (``'**2'``)."""
         return self.symbol.format(**params) if params and "{" in self.symbol else self.symbol
@@ -182,7 +227,7 @@ def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = 
     """Raise a ValueError naming the op and the first bad entry when ``x`` is outside
     ``prim``'s domain (``scalar``: the edge counts as outside too, see :class:`Domain`)."""
     domain = prim.domain
-    if domain.outside is None:
+    if domain.outside is None or isinstance(x, BatchedArray):  # (checked per example, inside)
         return
     bad = domain.outside(x)
     if scalar and domain.edge is not None:
@@ -205,19 +250,30 @@ def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = 
 def bind(prim: Primitive, *inputs, **params):
     """Apply ``prim`` to ``inputs``, recording it if any input is a graph value.
 
-    Forward-mode ``Dual`` values are the outermost layer, so they are looked for first.
+    Tracers (``Dual``, ``vmap``'s batches) are the outer layers, so they are looked for
+    first; among them the newest transformation call (the largest tag) goes first. It
+    unwraps its own inputs and binds again: the next layer's turn.
     """
     node = None
     for x in inputs:
         if type(x) in PLAIN_TYPES:
             continue
-        if isinstance(x, DualNumber):
-            return type(x)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
+        if isinstance(x, Tracer):
+            return _newest_tracer(inputs)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
         if node is None and isinstance(x, Node):
             node = x
     if node is not None:
         return type(node)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
     return prim.forward(*inputs, **params)
+
+
+def _newest_tracer(inputs) -> type:
+    """The type of the tracer with the largest tag (the innermost transformation)."""
+    newest = None
+    for x in inputs:
+        if isinstance(x, Tracer) and (newest is None or x.tag > newest.tag):
+            newest = x
+    return type(newest)
 
 
 PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32}  # never graph values
@@ -235,6 +291,8 @@ ADD = primitive(
     lambda a, b: a + b,
     vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(g, b)),
     jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(t, out)),
+    linear="all",
+    transposed="fan-out",
     rule="d(a + b)/da = 1,  d(a + b)/db = 1",
     domain=EVERYWHERE,
     symbol="+",
@@ -245,6 +303,8 @@ SUB = primitive(
     lambda a, b: a - b,
     vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(-g, b)),
     jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(-t, out)),
+    linear="all",
+    transposed="fan-out, −",
     rule="d(a − b)/da = 1,  d(a − b)/db = −1",
     domain=EVERYWHERE,
     symbol="-",
@@ -259,6 +319,8 @@ MUL = primitive(
         lambda g, out, a, b: unbroadcast(g * a, b),
     ),
     jvp=(lambda t, out, a, b: _bcast(t * b, out), lambda t, out, a, b: _bcast(a * t, out)),
+    linear="each",
+    transposed="× c",
     rule="d(a·b)/da = b,  d(a·b)/db = a",
     domain=EVERYWHERE,
     symbol="*",
@@ -273,6 +335,8 @@ DIV = primitive(
         lambda g, out, a, b: unbroadcast(-g * out / b, b),
     ),
     jvp=(lambda t, out, a, b: _bcast(t / b, out), lambda t, out, a, b: _bcast(-t * out / b, out)),
+    linear="first",
+    transposed="÷ c",
     rule="d(a/b)/da = 1/b,  d(a/b)/db = −a/b²",
     domain=EVERYWHERE,  # division by zero: inf for arrays, ZeroDivisionError for Value
     symbol="/",
@@ -284,6 +348,8 @@ NEG = primitive(
     lambda a: -a,
     vjp=(lambda g, out, a: -g,),
     jvp=(lambda t, out, a: -t,),
+    linear="all",
+    transposed="−",
     rule="d(−x)/dx = −1",
     domain=EVERYWHERE,
     display="−x",
@@ -492,6 +558,8 @@ SUM = primitive(  # every input entry contributes once: the gradient is copied b
         lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims),
     ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
+    linear="all",
+    transposed="broadcast",
     rule="every entry of the input contributes once: the gradient is copied back",
     domain=EVERYWHERE,
 )
@@ -504,6 +572,8 @@ MEAN = primitive(  # a sum divided by the count of entries summed
         ),
     ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
+    linear="all",
+    transposed="broadcast ÷ n",
     rule="like sum, divided by the number of entries averaged",
     domain=EVERYWHERE,
 )
@@ -538,6 +608,8 @@ RESHAPE = primitive(
     lambda x, shape: np.reshape(x, shape),
     vjp=(lambda g, out, x, shape: ops.reshape(g, ops.shape(x)),),
     jvp=(lambda t, out, x, shape: ops.reshape(t, shape),),
+    linear="all",
+    transposed="reshape back",
     rule="the gradient is reshaped back to the input's shape",
     domain=EVERYWHERE,
 )
@@ -550,6 +622,8 @@ TRANSPOSE = primitive(  # undone by the inverse permutation
         ),
     ),
     jvp=(lambda t, out, x, axes=None: ops.transpose(t, axes),),
+    linear="all",
+    transposed="transpose back",
     rule="the gradient is transposed back",
     domain=EVERYWHERE,
 )
@@ -558,6 +632,8 @@ BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies
     lambda x, shape: np.broadcast_to(x, shape),
     vjp=(lambda g, out, x, shape: sum_to(g, ops.shape(x)),),
     jvp=(lambda t, out, x, shape: broadcast_to(t, shape),),
+    linear="all",
+    transposed="sum",
     rule="copies add up: the gradient is summed back to the input's shape",
     domain=EVERYWHERE,
 )
@@ -591,6 +667,8 @@ GETITEM = primitive(  # x[index]: the gradient goes back to the entries that wer
     vjp=(lambda g, out, x, index: bind(SCATTER_ADD, g, index=index, shape=shape(x)),),
     jvp=(lambda t, out, x, index: t[index],),
     symbol="[]",
+    linear="all",
+    transposed="scatter-add",
     rule="the gradient goes back to the entries that were read",
     display=lambda params: f"[{index_text(params['index'])}]",
     domain=EVERYWHERE,
@@ -600,6 +678,8 @@ SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
     _scatter_add,
     vjp=(lambda g, out, x, index, shape: g[index],),
     jvp=(lambda t, out, x, index, shape: bind(SCATTER_ADD, t, index=index, shape=shape),),
+    linear="all",
+    transposed="gather",
     rule="the gradient is read back at the same index",
     domain=EVERYWHERE,
 )
@@ -629,6 +709,8 @@ CONCATENATE = primitive(  # each input gets back its own slice of the gradient
     lambda *xs, axis=0: np.concatenate(xs, axis=axis),
     vjp_all=_concat_vjp_all,
     jvp_all=_concat_jvp_all,
+    linear="all",
+    transposed="split",
     rule="each input gets back its own slice of the gradient",
     domain=EVERYWHERE,
 )
@@ -641,6 +723,8 @@ MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched case
         lambda g, out, a, b: _matmul_grad_b(g, a, b),
     ),
     jvp=(lambda t, out, a, b: t @ b, lambda t, out, a, b: a @ t),
+    linear="each",
+    transposed="@ cᵀ",
     rule="C = A B:  dA = G Bᵀ,  dB = Aᵀ G",
     domain=EVERYWHERE,
     symbol="@",
@@ -743,6 +827,8 @@ ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradien
     vjp_all=lambda g, out, *xs: [g] * len(xs),
     jvp_all=lambda ts, out, *xs: _sum_numbers([t for t in ts if t is not None]),
     symbol="Σ",
+    linear="all",
+    transposed="fan-out",
     rule="d(x₁ + … + xₙ)/dxᵢ = 1",
     domain=EVERYWHERE,
 )
