@@ -6,6 +6,8 @@
 - :class:`FiniteDifferenceExplorer` — finite-difference error vs step size h.
 - :class:`CostExplorer` — measured cost of forward vs reverse mode as inputs/outputs grow.
 - :class:`TrainingDashboard` — live training curves (in :mod:`autodiff_lab.viz.dashboard`).
+- :class:`LinearizeViewer`, :func:`draw_linear_graph` — a jvp's linear graph and its
+  transpose, the vjp (in :mod:`autodiff_lab.viz.linear_viewer`).
 - :class:`CheckpointExplorer` — checkpointing: kept vs recomputed values, memory and time.
 
 Every widget also shows a static picture where no kernel runs (GitHub, nbviewer, HTML).
@@ -19,7 +21,7 @@ from .render import render_svg, renderer_name
 __all__ = [
     "draw_graph", "GraphDrawing", "render_svg", "renderer_name",
     "BackwardStepper", "ForwardStepper", "FiniteDifferenceExplorer", "CostExplorer",
-    "TrainingDashboard", "CheckpointExplorer",
+    "TrainingDashboard", "CheckpointExplorer", "LinearizeViewer", "draw_linear_graph",
 ]  # fmt: skip
 
 _LAZY = {
@@ -29,6 +31,8 @@ _LAZY = {
     "CostExplorer": ".explorers",
     "TrainingDashboard": ".dashboard",
     "CheckpointExplorer": ".checkpointing",
+    "LinearizeViewer": ".linear_viewer",
+    "draw_linear_graph": ".linear_viewer",
 }
 
 

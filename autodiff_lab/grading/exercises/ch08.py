@@ -460,7 +460,11 @@ def _transpose_cases(rng):
         program, sizes, m = random_program(rng, n_inputs, steps)
         ct = draw(rng, -1.0, 1.0, m)
         cases.append(
-            Case(f"random: {n_inputs} inputs, {len(program)} instructions", (program, sizes, ct))
+            Case(
+                f"random: {n_inputs} input{'s' if n_inputs > 1 else ''}, "
+                f"{len(program)} instructions",
+                (program, sizes, ct),
+            )
         )
     program, sizes, m = random_program(rng, 3, 5, unused=True)
     cases.append(Case("edge: input x2 is never read", (program, sizes, draw(rng, -1, 1, m))))
