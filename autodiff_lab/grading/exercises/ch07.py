@@ -1,0 +1,442 @@
+"""Chapter 07 exercises: memory and control of gradients.
+
+7.1 a norm whose gradient is finite at 0 (the double-``where`` fix), 7.2 a stable
+``logsumexp`` as a custom vjp (graded on inputs where the naive rule overflows), 7.3 the
+gradient of a long chain under a memory budget (checkpointing; the student's process
+measures its peak memory with ``tracemalloc``), 7.4 a planted exploding training run, tamed
+by clipping the gradient norm.
+
+References are closed forms and plain numpy (never the engine): the norm and its gradient,
+the stable log-sum-exp and the softmax, the chain rule of an elementwise chain as a product
+of local derivatives, and the two-layer network's training written out by hand.
+
+Trust note for 7.3: the peak memory is measured in the student's process (the only place it
+can be), so a student who edits the runner could report any number; the gradient is still
+judged here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runners.ch07 import _chain_run, _clipped_run, _logsumexp_run, _safe_norm_run
+from ..spec import Case, Exercise, Mistake, close
+from ._common import draw, finite
+
+__all__ = ["EXERCISES", "MEMORY_BUDGET", "train_reference"]
+
+
+# --- 7.1 a norm whose gradient is finite at 0 -------------------------------------------------
+
+
+def _norm_cases(rng):
+    cases = []
+    for _ in range(5):
+        size = int(rng.integers(2, 6))
+        x = [draw(rng, -3.0, 3.0) for _ in range(size)]
+        cases.append(Case(f"random: x = {x}", (x,)))
+    cases += [
+        Case("edge: x = 0 (three zeros)", ([0.0, 0.0, 0.0],)),
+        Case("edge: x = 0 (one zero)", ([0.0],)),
+        Case("edge: one non-zero entry", ([0.0, -2.5, 0.0],)),
+        Case("edge: large entries", ([3.0e5, -4.0e5],)),
+    ]
+    return cases
+
+
+def _norm_reference(inputs):
+    x = np.array(inputs[0], dtype=np.float64)
+    norm = float(np.sqrt(np.sum(x * x)))
+    grad = x / norm if norm > 0 else np.zeros_like(x)
+    return {"value": norm, "grad": grad.tolist()}
+
+
+def _is_zero_case(case) -> bool:
+    return not any(case.inputs[0])
+
+
+def _grad_has_nan(got) -> bool:
+    return got["grad"] is not None and not finite(got["grad"])
+
+
+SAFE_NORM = Exercise(
+    id="7.1",
+    title="Fix a NaN gradient: a norm that is safe at 0",
+    level="easy",
+    minutes=10,
+    task="safe_norm(x): the Euclidean norm of a 1-D Tensor x, recorded, whose gradient is "
+    "x/||x|| for x != 0 and 0 (not NaN) at x = 0",
+    answer="safe_norm",
+    cases=_norm_cases,
+    run=_safe_norm_run,
+    reference=_norm_reference,
+    mistakes=(
+        Mistake(
+            "NaN in the gradient at x = 0: sqrt's rule 1/(2 sqrt(s)) is infinite at s = 0, and "
+            "0 · ∞ is NaN — a where/select after the sqrt does not stop it. Feed sqrt a safe "
+            "input where its result is not used (the double-where trick), then select the "
+            "output.",
+            lambda got, exp, case: _grad_has_nan(got),
+        ),
+        Mistake(
+            "At x = 0 the value is wrong: the safe input leaked into the result. Select the "
+            "output too (the second where): the norm of 0 is 0.",
+            lambda got, exp, case: (
+                _is_zero_case(case)
+                and not math.isclose(got["value"], 0.0, abs_tol=1e-8)
+                and got["value"] > 1e-3
+            ),
+        ),
+        Mistake(
+            "An epsilon under the square root (sqrt(s + eps)) makes the gradient finite but "
+            "the value wrong: sqrt(eps) at 0, and every norm a little off. Use the double "
+            "where: exact values, exact gradients.",
+            lambda got, exp, case: (
+                _is_zero_case(case) and 0 < got["value"] <= 1e-3 and finite(got["grad"])
+            ),
+        ),
+        Mistake(
+            "No gradient reached x (it is None or 0 everywhere): compute the norm with the "
+            "engine's operations on x ((x * x).sum(), sqrt), not with numpy on x.data, and do "
+            "not stop_gradient it.",
+            lambda got, exp, case: (
+                not _is_zero_case(case)
+                and (got["grad"] is None or not np.any(np.asarray(got["grad"], dtype=float)))
+            ),
+        ),
+    ),
+    nudges=(
+        "The trouble is sqrt at 0, and it happens even when the branch is not used: make "
+        "its input harmless where x is 0.",
+        "s = (x * x).sum(); safe = where(s > 0, s, 1.0); out = where(s > 0, sqrt(safe), 0.0) "
+        "— with the three-line where of the chapter, or with a Python if on s.data.",
+    ),
+)
+
+
+# --- 7.2 a stable logsumexp with a custom vjp -------------------------------------------------
+
+
+def _lse_cases(rng):
+    cases = []
+    for _ in range(4):
+        size = int(rng.integers(2, 6))
+        x = [draw(rng, -5.0, 5.0) for _ in range(size)]
+        scale = draw(rng, 0.5, 3.0)
+        cases.append(Case(f"random: x = {x}, incoming gradient {scale}", (x, scale)))
+    cases += [
+        Case("extreme: x = [1000, 999, -1000] (e^1000 overflows)", ([1000.0, 999.0, -1000.0], 2.0)),
+        Case(
+            "extreme: x = [-1000, -1001, -1002] (e^-1000 is 0)", ([-1000.0, -1001.0, -1002.0], 1.5)
+        ),
+        Case("extreme: x = [710, 0] (just past float64's e^709)", ([710.0, 0.0], 1.0)),
+        Case("edge: one entry, x = [800]", ([800.0], 3.0)),
+        Case("edge: four equal entries (log 4, gradient 1/4 each)", ([0.0, 0.0, 0.0, 0.0], 1.0)),
+    ]
+    return cases
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def _lse_reference(inputs):
+    x, scale = np.array(inputs[0], dtype=np.float64), float(inputs[1])
+    value = float(x.max() + np.log(np.sum(np.exp(x - x.max()))))
+    return {"value": value, "grad": (scale * _softmax(x)).tolist(), "nodes": 2}
+
+
+def _grad_is(got, values) -> bool:
+    return got["grad"] is not None and close(got["grad"], list(values))
+
+
+STABLE_LSE = Exercise(
+    id="7.2",
+    title="A stable logsumexp with a custom vjp",
+    level="medium",
+    minutes=20,
+    task="logsumexp: a custom_vjp function of a 1-D array, log(sum(exp(x))) computed "
+    "without overflow, with defvjp(fwd, bwd) giving g * softmax(x) stably",
+    answer="logsumexp",
+    cases=_lse_cases,
+    run=_logsumexp_run,
+    reference=_lse_reference,
+    mistakes=(
+        Mistake(
+            "The value overflows (inf or nan) on large inputs: e^1000 is inf in float64. "
+            "Subtract the largest entry first: m + log(sum(exp(x - m))).",
+            lambda got, exp, case: not finite(got["value"]) and finite(exp["value"]),
+        ),
+        Mistake(
+            "The value is right but the gradient has NaN or inf: exp(x) / sum(exp(x)) "
+            "overflows to inf / inf. The softmax is exp(x - out) with out = logsumexp(x), "
+            "whose exponents are all <= 0 — keep x and out as residuals.",
+            lambda got, exp, case: (
+                finite(got["value"]) and got["grad"] is not None and not finite(got["grad"])
+            ),
+        ),
+        Mistake(
+            "bwd ignored the incoming gradient g: it returned the softmax itself. The "
+            "cotangent is g * softmax(x) (the checks use g != 1).",
+            lambda got, exp, case: (
+                case.inputs[1] != 1.0
+                and _grad_is(got, _softmax(np.array(case.inputs[0], dtype=np.float64)))
+            ),
+        ),
+        Mistake(
+            "The numbers are right, but the graph records every operation of your function "
+            "(a custom vjp records ONE node): decorate logsumexp with @custom_vjp and give "
+            "its rule with logsumexp.defvjp(fwd, bwd).",
+            lambda got, exp, case: (
+                got["nodes"] > 2
+                and close(got["value"], exp["value"])
+                and got["grad"] is not None
+                and close(got["grad"], exp["grad"])
+            ),
+        ),
+    ),
+    nudges=(
+        "fwd(x) returns (value, residuals); bwd(residuals, g) returns a tuple with one "
+        "cotangent per argument: (g * softmax,).",
+        "Write the forward with the max subtracted, and the softmax in bwd as exp(x - out), "
+        "where out is the value fwd returned (keep it in the residuals).",
+    ),
+)
+
+
+# --- 7.3 checkpointing under a memory budget --------------------------------------------------
+
+WIDTH = 2000  # numbers per vector of the chain (one array is 16 kB)
+
+
+def MEMORY_BUDGET(n: int) -> float:  # noqa: N802 (a formula, named like the constant it is)
+    """Peak memory allowed for a chain of n steps, in arrays of the chain: 15 √n + 50.
+
+    Plain backprop keeps about 5 arrays per step here (three values and the engine's
+    bookkeeping), so it exceeds this from n = 100 on; √n segments stay near 11 √n.
+    """
+    return 15 * math.sqrt(n) + 50
+
+
+_STEP_DERIVATIVES = {  # d step(h) / dh, closed form
+    "0.9 tanh(h) + 0.1": lambda h: 0.9 * (1 - np.tanh(h) ** 2),
+    "h + 0.1 sin(h)": lambda h: 1 + 0.1 * np.cos(h),
+}
+_STEPS = {
+    "0.9 tanh(h) + 0.1": lambda h: 0.9 * np.tanh(h) + 0.1,
+    "h + 0.1 sin(h)": lambda h: h + 0.1 * np.sin(h),
+}
+
+
+def _chain_gradient(name: str, x, n: int) -> np.ndarray:
+    """d sum(h_n)/d x for an elementwise chain: the product of the local derivatives."""
+    h = np.array(x, dtype=np.float64)
+    total = np.ones_like(h)
+    for _ in range(n):
+        total *= _STEP_DERIVATIVES[name](h)
+        h = _STEPS[name](h)
+    return total
+
+
+def _chain_cases(rng):
+    cases = []
+    for name, n in [
+        ("0.9 tanh(h) + 0.1", 100),
+        ("h + 0.1 sin(h)", 256),
+        ("0.9 tanh(h) + 0.1", 400),
+        ("h + 0.1 sin(h)", 400),
+        ("0.9 tanh(h) + 0.1", 900),
+    ]:
+        x = np.round(rng.uniform(-2.0, 2.0, WIDTH), 4).tolist()
+        cases.append(
+            Case(
+                f"random: step {name}, n = {n} steps, x of {WIDTH} numbers; budget "
+                f"{MEMORY_BUDGET(n):.0f} arrays",
+                (name, x, n),
+            )
+        )
+    cases.append(
+        Case(f"edge: n = 1 step; budget {MEMORY_BUDGET(1):.0f} arrays",
+             ("h + 0.1 sin(h)", np.round(rng.uniform(-2, 2, WIDTH), 4).tolist(), 1))
+    )  # fmt: skip
+    return cases
+
+
+def _chain_reference(inputs):
+    name, x, n = inputs
+    return {"grad": _chain_gradient(name, x, n).tolist(), "budget": MEMORY_BUDGET(n)}
+
+
+def _chain_compare(got, expected) -> bool:
+    return (
+        isinstance(got, dict)
+        and close(got.get("grad"), expected["grad"])
+        and got.get("peak_arrays", math.inf) <= expected["budget"]
+    )
+
+
+def _right_gradient(got, exp) -> bool:
+    return close(got["grad"], exp["grad"])
+
+
+CHAIN = Exercise(
+    id="7.3",
+    title="Checkpoint a long chain under a memory budget",
+    level="medium",
+    minutes=20,
+    task="chain_gradient(step, x, n): d sum(h_n)/dx for h_0 = x, h_(t+1) = step(h_t), "
+    "with peak memory under 15*sqrt(n) + 50 arrays (checkpoint segments of the chain)",
+    answer="chain_gradient",
+    cases=_chain_cases,
+    run=_chain_run,
+    reference=_chain_reference,
+    compare=_chain_compare,
+    mistakes=(
+        Mistake(
+            "The gradient is right but the whole graph was kept (about 4-5 arrays per step): "
+            "memory grows with n. Split the chain into about sqrt(n) segments and wrap every "
+            "segment but the last in checkpoint(...).",
+            lambda got, exp, case: (
+                _right_gradient(got, exp) and got["peak_arrays"] > 3 * case.inputs[2]
+            ),
+        ),
+        Mistake(
+            "The gradient is right but the memory is over budget: with k segments the graph "
+            "keeps about k boundaries plus one segment of n/k steps (~5 arrays each). Choose "
+            "k near sqrt(n).",
+            lambda got, exp, case: (
+                _right_gradient(got, exp)
+                and exp["budget"] < got["peak_arrays"] <= 3 * case.inputs[2]
+            ),
+        ),
+    ),
+    nudges=(
+        "Plain backprop is right but keeps every step; checkpoint(f)(h) keeps only h and "
+        "runs f again in the backward pass.",
+        "k = round(sqrt(n)) segments; h = checkpoint(lambda h, m=m: run(h, m))(h) for each "
+        "segment but the last (bind m in the lambda!), then run the last, .sum().backward().",
+    ),
+)
+
+
+# --- 7.4 a planted exploding training run ----------------------------------------------------
+
+
+def train_reference(inputs, *, clip: str = "norm", accumulate: bool = False,
+                    report: str = "before") -> dict:  # fmt: skip
+    """The run of 7.4 written out in numpy: tanh layer, linear layer, MSE, plain SGD.
+
+    ``clip``: ``"norm"`` (the task: all gradients scaled by ``min(1, max_norm/(norm +
+    1e-6))``, as PyTorch and ``optim.clip_grad_norm_``), ``"none"`` or ``"value"`` (each
+    entry clipped to ±max_norm); ``accumulate``: gradients never zeroed; ``report``: the
+    norm returned, ``"before"`` or ``"after"`` clipping. Returns the norms and the final
+    parameters (W1, b1, W2, b2 flattened), as the runner does.
+    """
+    W1, b1, W2, b2, X, y, lr, max_norm, steps = inputs
+    params = [np.array(p, dtype=np.float64) for p in (W1, b1, W2, b2)]
+    X, y = np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
+    held = [np.zeros_like(p) for p in params]
+    norms = []
+    with np.errstate(all="ignore"):
+        for _ in range(steps):
+            W1_, b1_, W2_, b2_ = params
+            H = np.tanh(X @ W1_ + b1_)
+            r = H @ W2_ + b2_ - y
+            d_out = 2 * r / r.size  # d mean(r²) / d out
+            d_z = (d_out @ W2_.T) * (1 - H * H)
+            grads = [X.T @ d_z, d_z.sum(axis=0), H.T @ d_out, d_out.sum(axis=0)]
+            held = [h + g for h, g in zip(held, grads)] if accumulate else grads
+            total = math.sqrt(sum(float(np.sum(g * g)) for g in held))
+            if clip == "norm":
+                held = [g * min(1.0, max_norm / (total + 1e-6)) for g in held]
+            elif clip == "value":
+                held = [np.clip(g, -max_norm, max_norm) for g in held]
+            after = math.sqrt(sum(float(np.sum(g * g)) for g in held))
+            norms.append(total if report == "before" else after)
+            params = [p - lr * g for p, g in zip(params, held)]
+    return {"norms": norms, "params": np.concatenate([p.ravel() for p in params]).tolist()}
+
+
+def _planted_run(rng, scale: float, lr: float, steps: int, max_norm: float) -> tuple:
+    """Plain data for one planted run: weights ``scale`` times too large, a large lr."""
+    n_in, hidden, rows = 3, 8, 16
+    X = np.round(rng.normal(size=(rows, n_in)), 4)
+    y = np.round(np.sin(X @ np.array([1.0, -2.0, 0.5]))[:, None], 4)
+    W1 = np.round(rng.normal(0, scale / math.sqrt(n_in), size=(n_in, hidden)), 4)
+    W2 = np.round(rng.normal(0, scale / math.sqrt(hidden), size=(hidden, 1)), 4)
+    return (W1.tolist(), [0.0] * hidden, W2.tolist(), [0.0], X.tolist(), y.tolist(), lr,
+            max_norm, steps)  # fmt: skip
+
+
+def _clip_cases(rng):
+    cases = []
+    for scale, lr, max_norm in [(4.0, 1.5, 1.0), (6.0, 1.0, 1.0), (4.0, 2.0, 0.5),
+                                (8.0, 1.2, 2.0)]:  # fmt: skip
+        cases.append(
+            Case(
+                f"planted: weights {scale:g}x too large, lr {lr:g}, max_norm {max_norm:g}, "
+                "30 steps",
+                _planted_run(rng, scale, lr, 30, max_norm),
+            )
+        )
+    cases.append(
+        Case("edge: a healthy run (norms below max_norm: clipping changes nothing)",
+             _planted_run(rng, 1.0, 0.05, 20, 100.0))
+    )  # fmt: skip
+    return cases
+
+
+def _run_is(got, case, **variant) -> bool:
+    other = train_reference(case.inputs, **variant)
+    right = train_reference(case.inputs)
+    return close(got, other, rtol=1e-5, atol=1e-8) and not close(other, right)
+
+
+CLIPPED = Exercise(
+    id="7.4",
+    title="Diagnose and tame an exploding training run",
+    level="medium",
+    minutes=25,
+    task="clipped_step(model, optimizer, X, y, max_norm): one SGD step on mean((model(X) - y)**2) "
+    "with the gradient norm clipped to max_norm; return the norm before clipping",
+    answer="clipped_step",
+    cases=_clip_cases,
+    run=_clipped_run,
+    reference=train_reference,
+    compare=lambda got, exp: close(got, exp, rtol=1e-5, atol=1e-8),
+    mistakes=(
+        Mistake(
+            "No clipping took effect: the norms grow step after step (the run explodes). "
+            "Call optim.clip_grad_norm_(model.parameters(), max_norm) between backward() "
+            "and optimizer.step().",
+            lambda got, exp, case: _run_is(got, case, clip="none"),
+        ),
+        Mistake(
+            "The gradients were never zeroed, so each step added to the last ones: call "
+            "optimizer.zero_grad() first.",
+            lambda got, exp, case: _run_is(got, case, accumulate=True),
+        ),
+        Mistake(
+            "That is clip_grad_value_: each entry clipped separately changes the gradient's "
+            "direction. Clip the joint norm (clip_grad_norm_): one factor for all.",
+            lambda got, exp, case: _run_is(got, case, clip="value"),
+        ),
+        Mistake(
+            "The training is right, but the norms returned are after clipping (never above "
+            "max_norm). Return the norm before clipping — what clip_grad_norm_ returns, and "
+            "what tells you the run is exploding.",
+            lambda got, exp, case: _run_is(got, case, report="after"),
+        ),
+    ),
+    nudges=(
+        "Per step: zero_grad, loss = ((model(Tensor(X)) - y) ** 2).mean(), backward, clip, step.",
+        "optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients in place "
+        "and returns their norm before clipping.",
+    ),
+)
+
+
+EXERCISES = [SAFE_NORM, STABLE_LSE, CHAIN, CLIPPED]
