@@ -146,7 +146,7 @@ def chain_dot(n: int, segments: int) -> str:
     again = (
         f'fillcolor="{RECOMPUTED_FILL}", color="{RECOMPUTED_LINE}", style="rounded,filled,dashed"'
     )
-    step, previous = 0, None
+    step, previous, first = 0, None, "x"
     for s, length in enumerate(lengths):
         checkpointed = s < k - 1
         what = "checkpointed: recomputed in backward" if checkpointed else "recorded, kept"
@@ -167,8 +167,10 @@ def chain_dot(n: int, segments: int) -> str:
             names.append(f"h{step}")
         lines.append("    { rank=same; " + "; ".join(names) + "; }")
         lines.append("  }")
-        if previous is not None:
-            lines.append(f"  {previous} -> {names[0]};")
+        if previous is not None:  # rows left-aligned; the real edge bends down to the next
+            lines.append(f"  {first} -> {names[0]} [style=invis, weight=10];")
+            lines.append(f"  {previous} -> {names[0]} [constraint=false];")
+        first = names[0]
         lines += [f"  {a} -> {b};" for a, b in zip(names, names[1:])]
         previous = names[-1]
     lines.append("}")
@@ -200,9 +202,9 @@ class CheckpointExplorer(widgets.VBox):
         self,
         n: int = 16,
         *,
-        width: int = 10_000,
+        width: int = 1_000,
         segments: Sequence[int] | None = None,
-        repeats: int = 3,
+        repeats: int = 5,
         value: int | None = None,
         seed: int = 0,
     ):
