@@ -300,6 +300,40 @@ def test_the_engine_is_about_a_hundred_lines():
     assert "about a hundred lines" in cell_source(notebook_cells(CH04)[0])
 
 
+# --- what the text says about chapter 03 ------------------------------------------------------
+
+
+def _code_without_docstring(source: str) -> list[str]:
+    """A function's lines without its docstring and comments-only differences."""
+    source = re.sub(r'""".*?"""\n', "", source, flags=re.S)
+    return [line for line in source.splitlines() if line.strip()]
+
+
+def test_topological_order_and_the_first_rules_are_chapter_03s():
+    """ "the same code (only its docstring is shorter)"; "chapter 03's closures work unchanged"."""
+    ch03 = ROOT / "notebooks" / "03_micrograd_from_scratch.ipynb"
+    ch03_code = [cell_source(c) for c in notebook_cells(ch03) if c["cell_type"] == "code"]
+
+    def ch03_cell(first_line: str) -> str:
+        (found,) = [c for c in ch03_code if c.lstrip().startswith(first_line)]
+        return found
+
+    ours = cell_source(_cell("def topological_order(root):"))
+    assert _code_without_docstring(ours) == _code_without_docstring(
+        ch03_cell("def topological_order(root):")
+    )
+
+    def backward_body(source: str, op: str) -> list[str]:
+        start = source.index(f"def {op}(self, other):")
+        body = source[start:].split("def _backward():")[1].split("out._backward")[0]
+        return [line.strip() for line in body.splitlines()[1:] if line.strip()]
+
+    first_add = cell_source(_cell("def add(self, other):", "self.grad += out.grad\n"))
+    first_mul = cell_source(_cell("def mul(self, other):", "self.grad += other.data * out"))
+    assert backward_body(first_add, "add") == backward_body(ch03_cell("def as_value(x):"), "add")
+    assert backward_body(first_mul, "mul") == backward_body(ch03_cell("def mul("), "mul")
+
+
 # --- the printed claims ---------------------------------------------------------------------
 
 
@@ -371,7 +405,11 @@ def test_comparison_verdicts_are_all_true():
     assert all(r[1] == r[2] == "True" for r in rows)
     runs = _printed_by("if torch is not None:\n    runs =")
     assert runs.count("within 1e-9: True") == 2 and "False" not in runs
-    assert "on 5 pairs: True" in _printed_by("if torch is not None:\n    agree")
+    torch_side = _printed_by("def grad_fn_names(loss):")
+    assert "on 5 pairs: True" in torch_side
+    # "cross_entropy is log_softmax followed by nll_loss": the nodes PyTorch recorded
+    names = re.search(r"mlp_loss in PyTorch: (.*)$", torch_side, re.M).group(1).split(", ")
+    assert {"LogSoftmaxBackward0", "NllLossBackward0", "MmBackward0", "ReluBackward0"} <= set(names)
 
 
 def test_numbers_in_the_text_are_printed():
@@ -417,15 +455,18 @@ def test_the_map_names_what_the_package_defines():
         assert files, row
         sources = {f: (ROOT / "autodiff_lab" / f).read_text(encoding="utf-8") for f in files}
         for name in re.findall(r"`([A-Za-z_][\w.]*)`", package_side):
-            if name.endswith(".py") or name in ("vjp", "requires_grad", ".grad"):
-                continue
+            if name.endswith(".py") or name in ("vjp", "requires_grad", "_backward"):
+                continue  # attributes, checked below
             assert any(_defined_in(name, s) for s in sources.values()), (name, files)
             checked += 1
     assert checked >= 15
     import autodiff_lab as al
+    from autodiff_lab import primitives
 
     t = al.Tensor(np.ones(2), requires_grad=True)
     assert all(hasattr(t, a) for a in ("data", "grad", "_prev", "_op", "label", "requires_grad"))
+    assert not hasattr(t * 2.0, "_backward"), "the map says: the same fields but `_backward`"
+    assert all(hasattr(p, "vjp") for p in (primitives.ADD, primitives.MATMUL, primitives.SUM))
 
 
 # --- stored outputs do not hang on round-off -------------------------------------------------
