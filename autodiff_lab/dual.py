@@ -97,7 +97,7 @@ class Dual(DualNumber, ArrayMethods):
     def detach(self) -> Dual:
         """The same primal (itself detached when it is a graph value) with a zero
         tangent: a constant for forward mode, as ``Tensor.detach`` is for reverse mode."""
-        primal = self.primal.detach() if isinstance(self.primal, Traced) else self.primal
+        primal = self.primal.detach() if isinstance(self.primal, Traced) else self.primal  # type: ignore[attr-defined]
         return Dual._new(primal, _zeros_like(primal), self.tag)
 
     @property

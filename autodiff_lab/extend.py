@@ -470,7 +470,7 @@ def stop_gradient(x: Any) -> Any:
     if isinstance(x, list | tuple):
         return type(x)(stop_gradient(v) for v in x)
     if isinstance(x, Node | DualNumber):
-        return x.detach()  # type: ignore[attr-defined]
+        return x.detach()  # type: ignore[union-attr]
     return x
 
 
