@@ -266,7 +266,8 @@ def test_scorecard_says_which_number_is_the_value_and_which_the_gradient():
         f"value: got {s:.6g}, expected {s:.6g} · gradient: got {g * s:.6g}, "
         f"expected {g * s * (1 - s):.6g}"
     )
-    assert "value: got" in result.to_text() and "gradient: got" in result.to_html()
+    assert result.cases[0].message in result.to_text()
+    assert "<br>gradient: got" in result.to_html()  # in HTML each part on its own line
 
 
 def test_every_named_answer_has_as_many_items_as_parts():

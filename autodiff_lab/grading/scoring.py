@@ -164,7 +164,7 @@ class ExerciseResult:
                 f'<td style="padding:1px 6px;text-align:right">{_fmt_points(case.points)}/'
                 f"{_fmt_points(case.max_points)}</td>"
                 f'<td style="padding:1px 6px;text-align:left;font-family:monospace">'
-                f"{esc(case.message)}</td></tr>"
+                f"{_message_html(case.message)}</td></tr>"
             )
         hints = "".join(
             f'<div style="margin-top:4px;padding:4px 8px;background:#fff8c5;border-radius:4px">'
@@ -181,6 +181,11 @@ class ExerciseResult:
             f'<table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}</table>'
             f"{hints}</div>"
         )
+
+
+def _message_html(message: str) -> str:
+    """A case's message as HTML: each named part of a structured answer on its own line."""
+    return "<br>".join(html.escape(part) for part in message.split(PART_SEPARATOR))
 
 
 def _fmt_points(points: float) -> str:

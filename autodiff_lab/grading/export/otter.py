@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from .. import registry
-from ..build import BEGIN_RE, END_RE, dumps_notebook
+from ..build import BEGIN_RE, END_RE, dumps_notebook, stub_line
 from .chapters import Chapter, case_points
 
 ASSIGNMENT_CONFIG = """\
@@ -80,11 +80,10 @@ def _solution_source(source: str, exercise_ids: list[str]) -> str:
             out.append(f"{begin['indent']}# BEGIN SOLUTION NO PROMPT")
         elif END_RE.match(line) and current is not None:
             indent, exercise_id = current
-            message = json.dumps(registry.get(exercise_id).stub_message(), ensure_ascii=False)
             out += [
                 f"{indent}# END SOLUTION",
                 f'{indent}""" # BEGIN PROMPT',
-                f"{indent}raise NotImplementedError({message})",
+                stub_line(indent, exercise_id),  # the exercise notebook's stub, as written there
                 f'{indent}""" # END PROMPT',
             ]
             current = None
