@@ -558,8 +558,6 @@ def _ckpt_jvp_all(
     return _zeros_like(out)
 
 
-_ALONE = 3  # sys.getrefcount of an object held by one list entry (+ the loop name, the call)
-
 CHECKPOINT = Primitive(
     "checkpoint",
     _ckpt_forward,
@@ -569,6 +567,16 @@ CHECKPOINT = Primitive(
     domain=EVERYWHERE,
     display=lambda params: f"checkpoint({getattr(params.get('f'), '__name__', 'f')})",
 )
+
+
+def _referred_from_outside(candidates: list) -> list:
+    """The objects of ``candidates`` something else refers to as well.
+
+    The reference count of an object held only by such a list is measured on a fresh
+    object held the same way (the count differs between Python versions).
+    """
+    alone = [sys.getrefcount(o) for o in [object()]][0]
+    return [n for n in candidates if sys.getrefcount(n) > alone]
 
 
 def checkpoint(fn: Callable) -> Callable:
@@ -613,7 +621,7 @@ def checkpoint(fn: Callable) -> Callable:
             # Once the graph is dropped, a constant made inside f (Value(2.0) from `x * 2`)
             # is referred to by `candidates` alone; a weight f closes over is referred to
             # from outside too.
-            captured = [n for n in candidates if sys.getrefcount(n) > _ALONE]
+            captured = _referred_from_outside(candidates)
             del candidates
         if not captured and not any(is_node(a) for a in args):
             return fn(*args)  # nothing to differentiate
