@@ -375,3 +375,31 @@ def test_top_level_exports():
     for name in ("custom_vjp", "custom_jvp", "define_primitive", "stop_gradient", "checkpoint"):
         assert getattr(adl, name) is getattr(adl.extend, name)
     assert adl.graph_memory is adl.graph.graph_memory
+
+
+def test_custom_and_checkpoint_nodes_are_drawn_and_stepped():
+    from autodiff_lab.viz import draw_graph
+    from autodiff_lab.viz.steppers import BackwardStepper
+
+    @custom_vjp
+    def square(x):
+        return x * x
+
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (2 * x * g,))
+
+    def segment(t):
+        return (t * 2.0).tanh()
+
+    a = Value(1.5, label="a")
+    y = adl.checkpoint(segment)(square(a))
+    dot = draw_graph(y).dot
+    assert "checkpoint(segment)" in dot and "square" in dot
+    stepper = BackwardStepper(y)
+    assert stepper.steps == 3  # the checkpoint node, the custom node, the leaf
+    text = html.unescape(stepper.explain(2))
+    assert "square" in text and "custom_vjp" in text
+    # the gradient the stepper reached at a: d tanh(2a²)/da = 4a (1 - tanh²(2a²))
+    stepper.slider.value = stepper.steps
+    assert a.grad == 0.0  # stepping does not touch .grad
+    y.backward()
+    assert a.grad == pytest.approx(4 * 1.5 * (1 - np.tanh(2 * 1.5**2) ** 2), rel=1e-12)
