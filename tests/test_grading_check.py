@@ -278,3 +278,33 @@ def test_every_named_answer_has_as_many_items_as_parts():
         case = exercise.cases(np.random.default_rng(0))[0]
         answer = exercise.reference(case.inputs)
         assert len(answer) == len(exercise.parts), exercise.id
+
+
+def _luminance(hex_colour: str) -> float:
+    """WCAG 2.1 relative luminance of #rrggbb."""
+    channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    light, dark = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_scorecard_text_meets_wcag_aa_contrast_in_any_theme():
+    """The card paints its own white background and dark ink (so a dark theme cannot put
+    light text on it), and every text colour has 4.5:1 on it and on the hint's yellow."""
+    import re
+
+    assert round(_contrast("#777777", "#ffffff"), 2) == 4.48  # the formula, as WCAG's tables
+    failed = check("97.1", math.sin, show=False)  # failed, with a hint
+    html = failed.to_html()
+    assert re.match(r'<div class="autodiff-lab-scorecard" style="background:#ffffff;color:#', html)
+    backgrounds = set(re.findall(r"background:(#[0-9a-fA-F]{6})", html))
+    colours = set(re.findall(r"(?<![-\w])color:(#[0-9a-fA-F]{6})", html))
+    assert len(backgrounds) == 2 and len(colours) >= 3
+    for colour in colours:
+        for background in backgrounds:
+            assert _contrast(colour, background) >= 4.5, (colour, background)
+    assert 'title="failed">✗</td>' in html and "<th" in html  # ✗ said in words, headed columns

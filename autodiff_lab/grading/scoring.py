@@ -149,17 +149,27 @@ class ExerciseResult:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        """An HTML scorecard (inline styles only, so it renders the same everywhere)."""
-        colours: dict[str, str] = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ATTEMPTED: "#6e7781"}
-        colour = colours.get(self.status, "#bc4c00")
+        """An HTML scorecard (inline styles only, so it renders the same everywhere).
+
+        Its own white background and dark text keep every colour above 4.5:1 contrast in
+        JupyterLab's light and dark themes; each row's ✓/✗ is repeated in words (``title``)
+        and the columns have headers, for screen readers.
+        """
+        colour = STATUS_COLOURS.get(self.status, OTHER_COLOUR)
         esc = html.escape
-        rows = []
+        head = "".join(
+            f'<th style="padding:1px 6px;text-align:left;font-weight:normal;color:{MUTED}">'
+            f"{name}</th>"
+            for name in ("", "case", "points", "what went wrong")
+        )
+        rows = [f"<tr>{head}</tr>"]
         for case in self.cases:
-            symbol, tint = {PASSED: ("✓", "#1a7f37"), "not run": ("·", "#6e7781")}.get(
-                case.status, ("✗", "#cf222e")
+            symbol, tint = {PASSED: ("✓", PASS_COLOUR), "not run": ("·", MUTED)}.get(
+                case.status, ("✗", FAIL_COLOUR)
             )
             rows.append(
-                f'<tr><td style="color:{tint};font-weight:bold;padding:1px 6px">{symbol}</td>'
+                f'<tr><td style="color:{tint};font-weight:bold;padding:1px 6px" '
+                f'title="{esc(str(case.status))}">{symbol}</td>'
                 f'<td style="padding:1px 6px;text-align:left">{esc(case.name)}</td>'
                 f'<td style="padding:1px 6px;text-align:right">{_fmt_points(case.points)}/'
                 f"{_fmt_points(case.max_points)}</td>"
@@ -167,20 +177,32 @@ class ExerciseResult:
                 f"{_message_html(case.message)}</td></tr>"
             )
         hints = "".join(
-            f'<div style="margin-top:4px;padding:4px 8px;background:#fff8c5;border-radius:4px">'
-            f"<b>Hint:</b> {esc(h)}</div>"
+            f'<div style="margin-top:4px;padding:4px 8px;background:{HINT_BACKGROUND};'
+            f'color:{INK};border-radius:4px"><b>Hint:</b> {esc(h)}</div>'
             for h in self.hints
         )
         note = f'<div style="margin:2px 0">{esc(self.note)}</div>' if self.note else ""
         return (
-            f'<div class="autodiff-lab-scorecard" style="border:1px solid {colour};'
+            f'<div class="autodiff-lab-scorecard" style="background:#ffffff;color:{INK};'
+            f"border:1px solid {colour};"
             f'border-left:6px solid {colour};border-radius:4px;padding:6px 10px;margin:4px 0">'
             f"<div><b>Exercise {esc(self.exercise_id)}: {esc(self.title)}</b> — "
             f'<span style="color:{colour};font-weight:bold">{esc(self.status)}</span> '
             f"({_fmt_points(self.score)}/{_fmt_points(self.max_score)} points)</div>{note}"
-            f'<table style="border-collapse:collapse;margin-top:4px">{"".join(rows)}</table>'
+            f'<table style="border-collapse:collapse;margin-top:4px;color:{INK}">'
+            f"{''.join(rows)}</table>"
             f"{hints}</div>"
         )
+
+
+#: The scorecard's colours, all on its own white background (WCAG AA: 4.5:1 or more).
+INK = "#1a1a1a"
+MUTED = "#57606a"
+PASS_COLOUR = "#1a7f37"
+FAIL_COLOUR = "#cf222e"
+OTHER_COLOUR = "#bc4c00"  # timed out, crashed, …
+HINT_BACKGROUND = "#fff8c5"
+STATUS_COLOURS = {PASSED: PASS_COLOUR, FAILED: FAIL_COLOUR, NOT_ATTEMPTED: MUTED}
 
 
 def _message_html(message: str) -> str:
