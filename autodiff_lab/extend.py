@@ -203,6 +203,7 @@ def define_primitive(
     rule: str = "",
     domain: Domain | tuple[str, Callable] | None = None,
     display: str | None = None,
+    batch: Callable | str | None = None,
 ) -> Callable:
     """A new operation ``op(*inputs, **params)`` for floats, arrays, ``Value``, ``Tensor``
     and ``Dual``, from its forward function and its derivative rules.
@@ -219,8 +220,10 @@ def define_primitive(
     and both shapes. ``rule`` is the derivative as text (the steppers show it), ``display``
     the text in the drawings (default: ``name``), ``domain`` where the op is defined (a
     :class:`~autodiff_lab.primitives.Domain` or ``(text, outside)``; checked on the first
-    input). The entry is ``op.primitive``; it is kept in :data:`USER_PRIMITIVES`, not in
-    the built-in table.
+    input). ``batch`` is the op's batching rule for ``vmap`` (see
+    :mod:`autodiff_lab.batching`; without one, ``vmap`` refuses the op, naming it). The
+    entry is ``op.primitive``; it is kept in :data:`USER_PRIMITIVES`, not in the built-in
+    table.
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"define_primitive: name must be a Python identifier, got {name!r}")
@@ -256,6 +259,7 @@ def define_primitive(
         rule=rule or f"{name}: derivative rules given by the user",
         domain=_domain(name, domain),
         display=display or name,
+        batch=batch,  # type: ignore[arg-type]
     )
     USER_PRIMITIVES[name] = prim
 
