@@ -63,18 +63,24 @@ def _as_float_if_scalar(out: Any, inputs: Sequence) -> Any:
     return out
 
 
-def _check_share(kind: str, name: str, position: int, share: Any, like: Any) -> None:
-    """A rule's result must have the shape of what it belongs to (input or output)."""
-    if share is None:
-        return
-    got, want = _shape_of(share), _shape_of(like)
-    if got != want:
+def _check_share(name: str, position: int, share: Any, like: Any) -> None:
+    """A vjp rule's result must have the shape of its input (None: no gradient)."""
+    if share is not None and _shape_of(share) != _shape_of(like):
         raise ValueError(
-            f"{name}: the {kind} for input {position} has shape {got}, but that input has "
-            f"shape {want}" if kind != "tangent" else
-            f"{name}: the jvp rule returned a tangent of shape {got}, but the output has "
-            f"shape {want}"
-        )  # fmt: skip
+            f"{name}: the gradient share (vjp rule) for input {position} has shape "
+            f"{_shape_of(share)}, but that input has shape {_shape_of(like)} (sum a "
+            "broadcast share back with ops.unbroadcast(share, input))"
+        )
+
+
+def _check_tangent(name: str, tangent: Any, out: Any) -> None:
+    """A jvp rule's result must have the shape of the output."""
+    if tangent is not None and _shape_of(tangent) != _shape_of(out):
+        raise ValueError(
+            f"{name}: the jvp rule returned a tangent of shape {_shape_of(tangent)}, but the "
+            f"output has shape {_shape_of(out)} (stretch a broadcast input's tangent with "
+            "ops.broadcast_to(tangent, ops.shape(out)))"
+        )
 
 
 def _basis(shape: tuple, dtype: Any = float):
@@ -166,7 +172,7 @@ def _as_rules(name: str, rules: Any, n: int, mode: str) -> tuple[Callable, ...]:
 def _checked_vjp(name: str, i: int, rule: Callable) -> Callable:
     def checked(g: Any, out: Any, *inputs: Any, **params: Any) -> Any:
         share = rule(g, out, *inputs, **params)
-        _check_share("gradient share (vjp rule)", name, i, share, inputs[i])
+        _check_share(name, i, share, inputs[i])
         return share
 
     return checked
@@ -175,7 +181,7 @@ def _checked_vjp(name: str, i: int, rule: Callable) -> Callable:
 def _checked_jvp(name: str, rule: Callable) -> Callable:
     def checked(t: Any, out: Any, *inputs: Any, **params: Any) -> Any:
         tangent = rule(t, out, *inputs, **params)
-        _check_share("tangent", name, 0, tangent, out)
+        _check_tangent(name, tangent, out)
         return tangent
 
     return checked
