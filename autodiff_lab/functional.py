@@ -33,7 +33,13 @@ Transformations of chapter 08 (:mod:`autodiff_lab.linear`):
 - :func:`linearize` records the jvp once as a graph of linear operations
   (a :class:`~autodiff_lab.linear.LinearGraph`), applied to many tangents;
 - :func:`linear_transpose` runs that graph backwards, each op replaced by its transpose:
-  the vjp, obtained from forward mode.
+  the vjp, obtained from forward mode;
+- :func:`vmap` (:mod:`autodiff_lab.batching`) maps a function over a batch in one pass,
+  with one batching rule per primitive. It nests with itself, ``jvp``, ``vjp`` and
+  ``grad``: ``vmap(grad(loss), in_axes=(None, 0, 0))`` gives per-example gradients
+  (reverse mode inside ``vmap`` records the whole batch's graph from batched leaves,
+  :func:`_batched_reverse`); ``jacfwd``/``jacrev`` with ``vectorize=True`` are ``vmap``
+  over ``jvp``/``vjp`` instead of a Python loop.
 """
 
 from __future__ import annotations
@@ -44,9 +50,10 @@ from typing import Any
 
 import numpy as np
 
-from . import graph
+from . import graph, ops
+from .batching import Batched, batch_levels, has_batch, lift, move_axis, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
-from .kinds import innermost, is_node
+from .kinds import Traced, innermost, is_node
 from .linear import LinearGraph, linear_transpose, linearize  # noqa: F401  (chapter 08)
 from .tangents import replay
 from .tensor import Tensor, stack
@@ -78,6 +85,11 @@ def _leaf(x, *, scalar_as_value=True):
     """A fresh differentiable leaf holding ``x``; graph values are used as they are."""
     if is_node(x):
         return x
+    if isinstance(x, Traced):  # (a vmap batch or a dual where a plain value must be)
+        raise NotImplementedError(
+            f"reverse mode cannot start from a {type(x).__name__} here: this nesting of "
+            "transformations (forward over reverse mode inside vmap) is not supported"
+        )
     if scalar_as_value and isinstance(x, numbers.Real):
         return Value(float(x))
     return Tensor(x, requires_grad=True)
@@ -189,9 +201,13 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
     def value_and_grad_f(*args):
         nums = _argnums(argnums, len(args))
+        if has_batch(args):  # inside vmap: per-example gradients
+            return _batched_reverse(f, args, nums, "grad")(argnums)
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
         out, leaves, nested = _record(f, args, nums)
+        if has_batch([out]):  # f closes over a vmap batch: its gradient is per example
+            return _batched_reverse(f, args, nums, "grad")(argnums)
         core = innermost(out)
         if not is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
             raise TypeError(
@@ -247,12 +263,23 @@ def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
     per primal. It can be called many times: the graph is recorded once.
     """
+    if has_batch(primals):  # inside vmap: one vjp per example
+        return _batched_reverse(f, primals, range(len(primals)), "vjp")
     if _has_dual(primals):
         return _vjp_through_duals(f, primals)
     out, leaves, nested = _record(f, primals, range(len(primals)))
     out = _one_output(out, "vjp")
+    if has_batch([out]):  # f closes over a vmap batch
+        return _batched_reverse(f, primals, range(len(primals)), "vjp")
 
     def vjp_fn(cotangent):
+        if isinstance(cotangent, Batched):  # vmap(vjp_fn): a batch of cotangents at once
+            if cotangent.shape != np.shape(_raw(out)):
+                raise ValueError(
+                    f"vjp: cotangent has shape {cotangent.shape} per example, but f's "
+                    f"output has shape {np.shape(_raw(out))}"
+                )
+            return tuple(_pull_back(out, leaves, cotangent, nested))
         if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
             primal_part, tangent_part = vjp_fn(cotangent.primal), vjp_fn(cotangent.tangent)
             return tuple(
@@ -274,6 +301,78 @@ def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
         return tuple(_pull_back(out, leaves, seed, nested))
 
     return (out if nested else _raw(out)), vjp_fn
+
+
+def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str) -> Any:
+    """Reverse mode inside ``vmap``: every example's gradient, from one recorded graph.
+
+    Each differentiated argument becomes ONE leaf holding the whole batch (batch axes
+    first; an argument shared by every example is repeated), wrapped as a batch again
+    before ``f`` sees it. Every op applies to each example separately, so the graph
+    holds the examples side by side, never mixed: pulling back ones (``grad``) or the
+    batch of cotangents (``vjp``) gives each example its own gradient. Returns
+    ``finish(argnums) -> (value, grad)`` for ``grad`` and ``(out, vjp_fn)`` for ``vjp``.
+    """
+    nums = list(nums)
+    levels = batch_levels(args)
+    while True:  # (run again if f closes over the batches of other vmap calls)
+        call_args = list(args)
+        leaves = []
+        for i in nums:
+            raw = lift(args[i], levels)
+            leaf = _leaf(raw if isinstance(raw, Traced) else np.asarray(raw, dtype=float))
+            leaves.append(leaf)
+            call_args[i] = wrap(leaf, levels)
+        nested = _ReverseNesting.depth > 0 or any(is_node(lift(args[i], levels)) for i in nums)
+        with _running_reverse:
+            out = f(*call_args)
+        if kind == "vjp":
+            out = _one_output(out, "vjp")
+        more = [lv for lv in batch_levels([out]) if lv not in levels]
+        if not more:
+            break
+        levels = sorted(levels + more)
+    sizes = tuple(size for _, size in levels)
+    out_raw = lift(out, levels)
+
+    if kind == "vjp":
+
+        def vjp_fn(cotangent):
+            seed = lift(cotangent, levels)
+            if not isinstance(seed, Traced):
+                seed = np.asarray(seed, dtype=np.result_type(_raw(out_raw)))
+            if np.shape(_raw(seed)) != np.shape(_raw(out_raw)):
+                raise ValueError(
+                    f"vjp: cotangent has shape {np.shape(_raw(seed))[len(sizes) :]} per "
+                    f"example, but f's output has shape {np.shape(_raw(out_raw))[len(sizes) :]}"
+                )
+            if nested and not is_node(seed):
+                seed = Tensor(seed)
+            grads = _pull_back(out_raw, leaves, seed, nested)
+            return tuple(wrap(g, levels) for g in grads)
+
+        return wrap(out_raw if nested else _raw(out_raw), levels), vjp_fn
+
+    def finish(argnums):
+        example_shape = np.shape(_raw(out_raw))[len(sizes) :]
+        if int(np.prod(example_shape, dtype=np.int64)) != 1:
+            raise ValueError(
+                f"grad: f must return a scalar (one number) per example, got shape "
+                f"{example_shape}. For vector outputs use jacrev, jacfwd or vjp."
+            )
+        value = out_raw
+        if is_node(value):
+            value = value.reshape(sizes)
+            seed = np.ones(sizes, dtype=value.dtype)
+            grads = _pull_back(value, leaves, Tensor(seed) if nested else seed, nested)
+        else:  # f does not depend on the differentiated arguments
+            grads = _pull_back(value, leaves, None, nested)
+            value = np.reshape(value, sizes)
+        grads = [wrap(g, levels) for g in grads]
+        value = wrap(value if nested else _raw(value), levels)
+        return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
+
+    return finish
 
 
 def _vjp_through_duals(f: Callable, primals):
@@ -332,11 +431,13 @@ def _stack_last(columns):
     return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
 
 
-def jacfwd(f: Callable, argnums: int = 0) -> Callable:
+def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     """The Jacobian by forward mode: one :func:`jvp` per input entry (a column each).
 
     The result has shape ``out.shape + x.shape``. Cost: ``x.size`` forward passes, so it
-    suits *tall* Jacobians (few inputs, many outputs).
+    suits *tall* Jacobians (few inputs, many outputs). With ``vectorize=True`` the
+    columns come from ONE pass of a batch of tangents, ``vmap(jvp)`` over the unit
+    vectors, instead of a Python loop (the same matrix; the primal is computed once).
     """
 
     def jacfwd_f(*args):
@@ -344,13 +445,19 @@ def jacfwd(f: Callable, argnums: int = 0) -> Callable:
             return _through_duals(jacfwd_f, args, (argnums,))
         args = list(args)
         x = args[argnums]
-        if not is_node(x):
+        if not isinstance(x, Traced):
             x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
-        x_shape = np.shape(_raw(x))
+        x_shape = x.shape if isinstance(x, Batched) else np.shape(_raw(x))
 
         def f_of_x(xd):
             return f(*args[:argnums], xd, *args[argnums + 1 :])
 
+        if vectorize:  # J[..., j] = jvp(f, x, e_j), all j in one batch
+            n = int(np.prod(x_shape, dtype=np.int64))
+            basis = np.eye(n).reshape((n, *x_shape))
+            push = vmap(lambda e: jvp(f_of_x, (x,), (e,)), out_axes=(None, -1))
+            out, columns = push(basis)
+            return ops.reshape(columns, np.shape(_raw(out)) + x_shape)
         out, columns = _by_columns(lambda e: jvp(f_of_x, (x,), (e,)), x_shape)
         if out is None:  # x has no entries: no column, but the output's shape is needed
             out = f_of_x(x)
@@ -360,11 +467,13 @@ def jacfwd(f: Callable, argnums: int = 0) -> Callable:
     return jacfwd_f
 
 
-def jacrev(f: Callable, argnums: int = 0) -> Callable:
+def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     """The Jacobian by reverse mode: one backward pass per output entry (a row each).
 
     The result has shape ``out.shape + x.shape``. Cost: ``out.size`` backward passes, so
-    it suits *wide* Jacobians (many inputs, few outputs) — a gradient is one row.
+    it suits *wide* Jacobians (many inputs, few outputs) — a gradient is one row. With
+    ``vectorize=True`` the rows come from ONE backward pass of a batch of cotangents,
+    ``vmap(vjp_fn)`` over the unit vectors, instead of a Python loop (the same matrix).
     """
 
     def jacrev_f(*args):
@@ -378,8 +487,17 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))
+        if has_batch([out]):
+            raise NotImplementedError(
+                "jacrev inside vmap is not supported; use vmap(jacfwd(f, vectorize=True))"
+            )
         if not isinstance(out, Tensor):
             out = Tensor(_raw(out)) if not nested or not is_node(out) else out
+        leaf_shape = np.shape(_raw(leaf))
+        if vectorize and out.size:  # row i = e_iᵀ J, all i in one batch of cotangents
+            eye = np.eye(out.size, dtype=out.dtype).reshape((out.size, *out.shape))
+            rows = vmap(lambda ct: _pull_back(out, [leaf], ct, nested)[0])(eye)
+            return ops.reshape(rows, out.shape + leaf_shape)
         rows = []
         for i in range(out.size):
             seed = np.zeros(out.size, dtype=out.dtype)
@@ -387,7 +505,6 @@ def jacrev(f: Callable, argnums: int = 0) -> Callable:
             seed = seed.reshape(out.shape)
             (row,) = _pull_back(out, [leaf], Tensor(seed) if nested else seed, nested)
             rows.append(row)
-        leaf_shape = np.shape(_raw(leaf))
         if nested:
             if not rows:
                 return Tensor(np.zeros(out.shape + leaf_shape))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import primitives as P
-from .kinds import DualNumber, constant
+from .kinds import Tracer, constant
 
 
 class FunctionMethods:
@@ -61,8 +61,8 @@ class ArrayMethods(FunctionMethods):
         def ndim(self) -> int: ...
 
     def _binary(self, fn: P.Primitive, other: Any, reverse: bool = False) -> Any:
-        if isinstance(other, DualNumber) and not isinstance(self, DualNumber):
-            return NotImplemented  # a Dual is the outer layer: its method drives
+        if isinstance(other, Tracer) and not isinstance(self, Tracer):
+            return NotImplemented  # a Dual (or vmap batch) is the outer layer: its method drives
         a, b = (other, self) if reverse else (self, other)
         try:
             return self._apply(fn, a, b)
@@ -113,7 +113,7 @@ class ArrayMethods(FunctionMethods):
         return self._apply(P.NEG, self)
 
     def __matmul__(self, other: Any) -> Any:
-        if isinstance(other, DualNumber) and not isinstance(self, DualNumber):
+        if isinstance(other, Tracer) and not isinstance(self, Tracer):
             return NotImplemented
         _check_matmul(type(self).__name__, self.shape, _shape(other))
         return self._apply(P.MATMUL, self, other)

@@ -30,13 +30,15 @@ again.
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from . import ops
-from .kinds import BatchedArray, Node, Tracer, constant
+from .kinds import BatchedArray, Node, Traced, Tracer, constant
 from .ops import broadcast_to, shape, sum_to, unbroadcast
 
 
@@ -111,7 +113,7 @@ class Primitive:
         jvp_all: Callable | None = None,
         linear: str = "",
         transposed: str = "",
-        batch: Callable | None = None,
+        batch: Callable | str | None = None,
     ):
         self.name = name
         self.forward = forward
@@ -127,7 +129,9 @@ class Primitive:
         self.notation = notation
         self.linear = linear
         self.transposed = transposed
-        self.batch = batch
+        if batch == "broadcasting":  # elementwise with numpy broadcasting (see batch_aligned)
+            batch = functools.partial(_batch_broadcasting, self)
+        self.batch: Callable | None = batch  # type: ignore[assignment]
 
     def pullback(self, g, out, inputs: Sequence, params: dict, wanted: Sequence[bool]) -> list:
         """Each input's share of the gradient: ``g · d out / d input_i``.
@@ -284,6 +288,62 @@ def _bcast(t, out):
     return t if type(t) is float else broadcast_to(t, shape(out))
 
 
+# --- batching (vmap): the helpers the batching rules share ----------------------------------
+# A batching rule ``batch(args, batched, **params)`` gets each input with its batch axis in
+# front where ``batched[i]`` is True (as it is for one example elsewhere) and returns the
+# whole batch's result, batch axis first. It uses primitives only, so it can be traced.
+
+
+def batch_aligned(args: Sequence, batched: Sequence[bool]) -> list:
+    """Inputs that broadcast together as the examples do: a batched input of fewer axes
+    than the widest example gets size-1 axes after its batch axis (numpy aligns shapes from
+    the right, so the batch axis must stay in front of every example axis)."""
+    rank = max(len(shape(a)) - b for a, b in zip(args, batched))
+    aligned = []
+    for a, b in zip(args, batched):
+        a_shape = shape(a)
+        if b and len(a_shape) - 1 < rank:
+            a = ops.reshape(a, a_shape[:1] + (1,) * (rank - len(a_shape) + 1) + a_shape[1:])
+        aligned.append(a)
+    return aligned
+
+
+def _batch_broadcasting(prim: Primitive, args, batched, **params):
+    """Elementwise ops (with broadcasting): the batch axis rides along unchanged."""
+    return bind(prim, *batch_aligned(args, batched), **params)
+
+
+def _example_axes(axis, ndim: int):
+    """Axes of one example (``ndim`` axes) as axes of the batch: one further right
+    (``None``, all of them, is ``1 … ndim``)."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, int):
+        return axis % ndim + 1
+    return tuple(a % ndim + 1 for a in axis)
+
+
+def _batch_reduction(name: str):
+    """sum/mean/max over axis a of each example: over axis a + 1 of the batch."""
+
+    def rule(args, batched, axis=None, keepdims=False):
+        (x,) = args
+        axes = _example_axes(axis, len(shape(x)) - 1)
+        return bind(PRIMITIVES[name], x, axis=axes, keepdims=keepdims)
+
+    return rule
+
+
+def _batch_along_axis(name: str):
+    """softmax/log_softmax along axis a of each example: along axis a + 1 of the batch."""
+
+    def rule(args, batched, axis=-1):
+        (x,) = args
+        return bind(PRIMITIVES[name], x, axis=_example_axes(axis, len(shape(x)) - 1))
+
+    return rule
+
+
 # --- arithmetic -------------------------------------------------------------------------
 
 ADD = primitive(
@@ -293,6 +353,7 @@ ADD = primitive(
     jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(t, out)),
     linear="all",
     transposed="fan-out",
+    batch="broadcasting",
     rule="d(a + b)/da = 1,  d(a + b)/db = 1",
     domain=EVERYWHERE,
     symbol="+",
@@ -305,6 +366,7 @@ SUB = primitive(
     jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(-t, out)),
     linear="all",
     transposed="fan-out, −",
+    batch="broadcasting",
     rule="d(a − b)/da = 1,  d(a − b)/db = −1",
     domain=EVERYWHERE,
     symbol="-",
@@ -321,6 +383,7 @@ MUL = primitive(
     jvp=(lambda t, out, a, b: _bcast(t * b, out), lambda t, out, a, b: _bcast(a * t, out)),
     linear="each",
     transposed="× c",
+    batch="broadcasting",
     rule="d(a·b)/da = b,  d(a·b)/db = a",
     domain=EVERYWHERE,
     symbol="*",
@@ -337,6 +400,7 @@ DIV = primitive(
     jvp=(lambda t, out, a, b: _bcast(t / b, out), lambda t, out, a, b: _bcast(-t * out / b, out)),
     linear="first",
     transposed="÷ c",
+    batch="broadcasting",
     rule="d(a/b)/da = 1/b,  d(a/b)/db = −a/b²",
     domain=EVERYWHERE,  # division by zero: inf for arrays, ZeroDivisionError for Value
     symbol="/",
@@ -350,6 +414,7 @@ NEG = primitive(
     jvp=(lambda t, out, a: -t,),
     linear="all",
     transposed="−",
+    batch="broadcasting",
     rule="d(−x)/dx = −1",
     domain=EVERYWHERE,
     display="−x",
@@ -366,6 +431,7 @@ POW = primitive(  # a ** b with both differentiable:  d/da = b a^(b-1),  d/db = 
         lambda t, out, a, b: _bcast(t * b * a ** (b - 1), out),
         lambda t, out, a, b: _bcast(t * out * ops.log(a), out),
     ),
+    batch="broadcasting",
     rule="d(aᵇ)/da = b·aᵇ⁻¹,  d(aᵇ)/db = aᵇ·log a",
     domain=EVERYWHERE,  # a Value exponent needs a positive base: checked by Value
     symbol="**",
@@ -385,6 +451,7 @@ POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
     lambda a, exponent: a**exponent,
     vjp=(lambda g, out, a, exponent: g * _pow_const_slope(a, exponent),),
     jvp=(lambda t, out, a, exponent: t * _pow_const_slope(a, exponent),),
+    batch="broadcasting",
     rule="d(xᶜ)/dx = c·xᶜ⁻¹",
     domain=EVERYWHERE,
     symbol="**{exponent:g}",
@@ -400,7 +467,8 @@ ELEMENTWISE: list[Primitive] = []
 
 def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **kw) -> Primitive:
     """Register an elementwise primitive: ``on_float`` computes it for a Python number,
-    ``on_array`` for a numpy array; ``vjp`` and ``jvp`` are its one rule each."""
+    ``on_array`` for a numpy array; ``vjp`` and ``jvp`` are its one rule each. Its batching
+    rule comes free: applied to a batch, it applies to every entry of every example."""
 
     def forward(x):
         if type(x) is float or type(x) is int:
@@ -408,7 +476,7 @@ def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **k
         return on_array(x)
 
     forward.__name__ = forward.__qualname__ = name
-    prim = primitive(name, forward, vjp=(vjp,), jvp=(jvp,), **kw)
+    prim = primitive(name, forward, vjp=(vjp,), jvp=(jvp,), batch="broadcasting", **kw)
     ELEMENTWISE.append(prim)
     return prim
 
@@ -520,12 +588,20 @@ SQRT = elementwise(
     rule="d √x/dx = 1/(2√x)",
     domain=Domain("x >= 0", outside=lambda x: x < 0),
 )
+
+
+def _sign(x):
+    """sign(x) as a constant: −1, 0 or 1 (each example's own, in a batch)."""
+    c = constant(x)
+    return (c > 0) * 1.0 - (c < 0) * 1.0 if isinstance(c, BatchedArray) else np.sign(c)
+
+
 ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "abs",
     abs,
     np.abs,
-    vjp=lambda g, out, x: g * np.sign(constant(x)),
-    jvp=lambda t, out, x: t * np.sign(constant(x)),
+    vjp=lambda g, out, x: g * _sign(x),
+    jvp=lambda t, out, x: t * _sign(x),
     rule="d |x|/dx = sign(x)",
     domain=EVERYWHERE,
 )
@@ -560,6 +636,7 @@ SUM = primitive(  # every input entry contributes once: the gradient is copied b
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
     linear="all",
     transposed="broadcast",
+    batch=_batch_reduction("sum"),
     rule="every entry of the input contributes once: the gradient is copied back",
     domain=EVERYWHERE,
 )
@@ -574,6 +651,7 @@ MEAN = primitive(  # a sum divided by the count of entries summed
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
     linear="all",
     transposed="broadcast ÷ n",
+    batch=_batch_reduction("mean"),
     rule="like sum, divided by the number of entries averaged",
     domain=EVERYWHERE,
 )
@@ -582,9 +660,11 @@ MEAN = primitive(  # a sum divided by the count of entries summed
 def _argmax_mask(out, x, axis, keepdims):
     """1/k at the k entries equal to the max (ties share the gradient), 0 elsewhere."""
     x, out = constant(x), constant(out)
-    top = out if keepdims or axis is None else np.expand_dims(out, axis)
-    mask = (x == top).astype(x.dtype)
-    return mask / np.sum(mask, axis=axis, keepdims=True)
+    if not keepdims and axis is not None:  # put the reduced axes back, as size 1
+        axes = {a % len(shape(x)) for a in ((axis,) if isinstance(axis, int) else axis)}
+        out = ops.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape(x))))
+    mask = (x == out).astype(x.dtype)
+    return mask / ops.sum(mask, axis, keepdims=True)
 
 
 MAX = primitive(  # only the largest entry moves the max
@@ -600,9 +680,121 @@ MAX = primitive(  # only the largest entry moves the max
             t * _argmax_mask(out, x, axis, keepdims), axis, keepdims
         ),
     ),
+    batch=_batch_reduction("max"),
     rule="only the largest entry moves the max: it gets the whole gradient",
     domain=EVERYWHERE,
 )
+
+# --- batching rules of the shape ops (vmap; see batch_aligned above) ---------------------
+
+
+def _move_to_front(x, axis: int):
+    """Axis ``axis`` of ``x`` moved to the front (the others keep their order)."""
+    order = list(range(len(shape(x))))
+    order.insert(0, order.pop(axis))
+    return ops.transpose(x, tuple(order))
+
+
+def _batch_reshape(args, batched, **params):
+    """Each example reshaped: the batch axis stays in front."""
+    (x,) = args
+    return bind(RESHAPE, x, shape=(shape(x)[0], *params["shape"]))
+
+
+def _batch_transpose(args, batched, axes=None):
+    """Each example's axes permuted: the batch axis stays in front."""
+    (x,) = args
+    n = len(shape(x)) - 1
+    example = range(n - 1, -1, -1) if axes is None else (a % n for a in axes)
+    return bind(TRANSPOSE, x, axes=(0, *(a + 1 for a in example)))
+
+
+def _batch_broadcast_to(args, batched, **params):
+    """Each example broadcast: new axes go after the batch axis."""
+    (x,) = args
+    target = tuple(params["shape"])
+    missing = len(target) - (len(shape(x)) - 1)
+    if missing:
+        x = ops.reshape(x, shape(x)[:1] + (1,) * missing + shape(x)[1:])
+    return bind(BROADCAST_TO, x, shape=(shape(x)[0], *target))
+
+
+def _batch_index(index) -> tuple[tuple, int]:
+    """One example's index as an index of the batch (``:`` for the batch axis in front),
+    and how many axes numpy puts before the batch axis: when integer-array indices are
+    separated by a slice, numpy moves their axes to the front of the result."""
+    parts: list = []
+    for p in index if isinstance(index, tuple) else (index,):
+        if isinstance(p, np.ndarray) and p.dtype == bool:
+            parts.extend(np.nonzero(p))  # a mask selects as the integer arrays of its True entries
+        else:
+            parts.append(p)
+    front = 0
+    if any(isinstance(p, np.ndarray) for p in parts):
+        advanced = [i for i, p in enumerate(parts) if isinstance(p, np.ndarray | numbers.Integral)]
+        if advanced[-1] - advanced[0] + 1 != len(advanced):
+            front = len(np.broadcast_shapes(*(np.shape(parts[i]) for i in advanced)))
+    return (slice(None), *parts), front
+
+
+def _batch_getitem(args, batched, index):
+    """Each example indexed alike: ``x[:, index]`` (batch axis put back in front)."""
+    (x,) = args
+    batch_index, front = _batch_index(index)
+    out = bind(GETITEM, x, index=batch_index)
+    return _move_to_front(out, front) if front else out
+
+
+def _batch_scatter_add(args, batched, index, **params):
+    """Each example scattered alike into its own zeros: ``out[:, index] += g``."""
+    (g,) = args
+    size = shape(g)[0]
+    batch_index, front = _batch_index(index)
+    if front:  # g must be laid out as numpy lays out out[:, index]: batch axis after `front`
+        order = list(range(len(shape(g))))
+        order.insert(front, order.pop(0))
+        g = ops.transpose(g, tuple(order))
+    return bind(SCATTER_ADD, g, index=batch_index, shape=(size, *params["shape"]))
+
+
+def _batch_concatenate(args, batched, axis=0):
+    """Each example joined along ``axis``: along ``axis + 1`` of the batch (inputs shared
+    by every example are repeated first)."""
+    size = next(shape(a)[0] for a, b in zip(args, batched) if b)
+    parts = [a if b else broadcast_to(a, (size, *shape(a))) for a, b in zip(args, batched)]
+    return bind(CONCATENATE, *parts, axis=_example_axes(axis, len(shape(parts[0])) - 1))
+
+
+def _batch_matmul(args, batched):
+    """A batch of matrix products is one batched matrix product (numpy's ``@`` treats
+    leading axes as a stack). Vectors become 1-row / 1-column matrices first, and their
+    extra axis is dropped again after."""
+    a, b = args
+    a_vector = len(shape(a)) - batched[0] == 1
+    b_vector = len(shape(b)) - batched[1] == 1
+    if a_vector:  # (…, k) -> (…, 1, k)
+        a = ops.reshape(a, shape(a)[:-1] + (1,) + shape(a)[-1:])
+    if b_vector:  # (…, k) -> (…, k, 1)
+        b = ops.reshape(b, shape(b) + (1,))
+    out = bind(MATMUL, *batch_aligned([a, b], batched))
+    out_shape = shape(out)
+    if a_vector and b_vector:
+        return ops.reshape(out, out_shape[:-2])
+    if a_vector:
+        return ops.reshape(out, out_shape[:-2] + out_shape[-1:])
+    if b_vector:
+        return ops.reshape(out, out_shape[:-1])
+    return out
+
+
+def _batch_cross_entropy(args, batched, targets):
+    """Each example's loss −mean_n log softmax(z_n)[y_n], for the whole batch at once."""
+    (z,) = args  # (batch, N, C)
+    logp = bind(LOG_SOFTMAX, z, axis=-1)
+    picked = bind(GETITEM, logp, index=(slice(None), np.arange(shape(z)[1]), targets))
+    return bind(NEG, bind(MEAN, picked, axis=1))
+
+
 RESHAPE = primitive(
     "reshape",
     lambda x, shape: np.reshape(x, shape),
@@ -610,6 +802,7 @@ RESHAPE = primitive(
     jvp=(lambda t, out, x, shape: ops.reshape(t, shape),),
     linear="all",
     transposed="reshape back",
+    batch=_batch_reshape,
     rule="the gradient is reshaped back to the input's shape",
     domain=EVERYWHERE,
 )
@@ -624,6 +817,7 @@ TRANSPOSE = primitive(  # undone by the inverse permutation
     jvp=(lambda t, out, x, axes=None: ops.transpose(t, axes),),
     linear="all",
     transposed="transpose back",
+    batch=_batch_transpose,
     rule="the gradient is transposed back",
     domain=EVERYWHERE,
 )
@@ -634,6 +828,7 @@ BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies
     jvp=(lambda t, out, x, shape: broadcast_to(t, shape),),
     linear="all",
     transposed="sum",
+    batch=_batch_broadcast_to,
     rule="copies add up: the gradient is summed back to the input's shape",
     domain=EVERYWHERE,
 )
@@ -669,6 +864,7 @@ GETITEM = primitive(  # x[index]: the gradient goes back to the entries that wer
     symbol="[]",
     linear="all",
     transposed="scatter-add",
+    batch=_batch_getitem,
     rule="the gradient goes back to the entries that were read",
     display=lambda params: f"[{index_text(params['index'])}]",
     domain=EVERYWHERE,
@@ -680,6 +876,7 @@ SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
     jvp=(lambda t, out, x, index, shape: bind(SCATTER_ADD, t, index=index, shape=shape),),
     linear="all",
     transposed="gather",
+    batch=_batch_scatter_add,
     rule="the gradient is read back at the same index",
     domain=EVERYWHERE,
 )
@@ -711,6 +908,7 @@ CONCATENATE = primitive(  # each input gets back its own slice of the gradient
     jvp_all=_concat_jvp_all,
     linear="all",
     transposed="split",
+    batch=_batch_concatenate,
     rule="each input gets back its own slice of the gradient",
     domain=EVERYWHERE,
 )
@@ -725,6 +923,7 @@ MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched case
     jvp=(lambda t, out, a, b: t @ b, lambda t, out, a, b: a @ t),
     linear="each",
     transposed="@ cᵀ",
+    batch=_batch_matmul,
     rule="C = A B:  dA = G Bᵀ,  dB = Aᵀ G",
     domain=EVERYWHERE,
     symbol="@",
@@ -768,6 +967,7 @@ SOFTMAX = primitive(  # J^T g = s * (g - <g, s>) along the axis
     lambda x, axis=-1: ops.softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: out * (g - ops.sum(g * out, axis, keepdims=True)),),
     jvp=(lambda t, out, x, axis=-1: out * (t - ops.sum(t * out, axis, keepdims=True)),),
+    batch=_batch_along_axis("softmax"),
     rule="Jᵀg = s ⊙ (g − ⟨g, s⟩)",
     domain=EVERYWHERE,
 )
@@ -776,6 +976,7 @@ LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
     lambda x, axis=-1: ops.log_softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: g - ops.exp(out) * ops.sum(g, axis, keepdims=True),),
     jvp=(lambda t, out, x, axis=-1: t - ops.sum(ops.exp(out) * t, axis, keepdims=True),),
+    batch=_batch_along_axis("log_softmax"),
     rule="Jᵀg = g − softmax · Σg",
     domain=EVERYWHERE,
 )
@@ -796,7 +997,7 @@ def _cross_entropy_vjp(g, out, z, targets):
     """dL/dz = g (softmax(z) - onehot(targets)) / N."""
     n, classes = shape(z)
     p = ops.softmax(z, -1)
-    if type(p) is np.ndarray:  # a fresh array: subtract the one-hot in place (no N x C copy)
+    if type(p) is np.ndarray and not isinstance(g, Traced):  # a fresh array: in place, no copy
         p[np.arange(n), targets] -= 1
         p *= g / n
         return p
@@ -813,6 +1014,7 @@ CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i]
             - ops.sum(t * _one_hot(targets, shape(z)[1], constant(z).dtype), -1, keepdims=False)
         ),
     ),
+    batch=_batch_cross_entropy,
     rule="d loss/d logits = (softmax − one-hot) / N",
     domain=EVERYWHERE,
 )
@@ -829,6 +1031,7 @@ ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradien
     symbol="Σ",
     linear="all",
     transposed="fan-out",
+    batch="broadcasting",
     rule="d(x₁ + … + xₙ)/dxᵢ = 1",
     domain=EVERYWHERE,
 )
@@ -854,6 +1057,7 @@ DOT = primitive(  # w1*x1 + ... + wn*xn  (inputs: w1..wn, x1..xn):  d/dwi = xi, 
     vjp_all=_dot_vjp_all,
     jvp_all=_dot_jvp_all,
     symbol="·",
+    batch="broadcasting",
     rule="d(Σ wᵢxᵢ)/dwᵢ = xᵢ,  d(Σ wᵢxᵢ)/dxᵢ = wᵢ",
     domain=EVERYWHERE,
 )

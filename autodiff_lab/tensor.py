@@ -22,7 +22,7 @@ import numpy as np
 
 from . import graph
 from . import primitives as P
-from .kinds import Node, Traced, constant, is_dual
+from .kinds import Node, Traced, constant, is_tracer
 from .methods import ArrayMethods
 
 
@@ -200,7 +200,7 @@ def concatenate(tensors: Any, axis: int = 0) -> Tensor:
 
     Forward-mode ``Dual`` arrays can be joined too (their tangents are joined alike).
     """
-    if any(is_dual(t) for t in tensors):  # forward mode: Duals are the outer layer
+    if any(is_tracer(t) for t in tensors):  # Duals (and vmap batches) are the outer layer
         parts = [t if isinstance(t, Traced) else _to_array(t, None, "concatenate") for t in tensors]
         _check_concatenate([np.shape(constant(t)) for t in parts], axis)
         return P.bind(P.CONCATENATE, *parts, axis=axis)
@@ -224,7 +224,7 @@ def _check_concatenate(shapes: list, axis: int):
 
 def stack(tensors: Any, axis: int = 0) -> Tensor:
     """Join same-shape tensors along a new axis (each gets a size-1 axis, then concatenate)."""
-    if any(is_dual(t) for t in tensors):  # forward mode: constants stay arrays
+    if any(is_tracer(t) for t in tensors):  # forward mode, vmap: constants stay arrays
         tensors = [t if isinstance(t, Traced) else _to_array(t, None, "stack") for t in tensors]
     else:
         tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]

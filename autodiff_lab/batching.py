@@ -1,0 +1,343 @@
+"""``vmap``: batching as a transformation.
+
+``vmap(f)(xs)`` computes ``[f(x) for x in xs]`` stacked, but runs ``f`` once: each
+argument becomes a :class:`Batched` value, ``Batched(val, tag)``, a whole batch of
+examples (``val[0], val[1], …``, the batch along axis 0) that ``f`` handles as if it were
+one example (``x.shape`` is the shape of one example). Every primitive applied to it uses
+its *batching rule* (``Primitive.batch``, one per primitive in
+:mod:`autodiff_lab.primitives`): how to apply the op to the whole batch at once, batch
+axis first. Elementwise ops need nothing more (numpy broadcasting carries the batch axis
+along); a reduction over axis ``a`` of an example reduces axis ``a + 1`` of the batch; a
+matrix product becomes a batched matrix product.
+
+Like ``Dual``, a ``Batched`` value is a tracer with a ``tag`` (one per ``vmap`` call), so
+``vmap`` nests with itself and with ``jvp`` (the newest call handles an op first, then
+the next layer, see :func:`autodiff_lab.primitives.bind`). Reverse mode inside ``vmap``
+(per-example gradients, ``vmap(grad(loss), in_axes=(None, 0, 0))``) records the graph of
+the whole batch with batched leaves, so each example's gradient stays its own
+(:func:`batched_reverse`).
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import ops
+from . import primitives as P
+from .dual import Dual, new_tag
+from .kinds import BatchedArray, Traced, constant
+from .methods import ArrayMethods, _plain_index
+
+Axes = int | None | Sequence[Any]
+
+
+class Batched(BatchedArray, ArrayMethods):
+    """A batch of examples, ``val[0], val[1], …``, pushed through a function by the
+    ``vmap`` call ``tag``. ``shape`` is the shape of one example; ``val`` may hold plain
+    arrays, graph nodes, duals or the batches of outer ``vmap`` calls."""
+
+    __slots__ = ("val", "tag")
+    __array_ufunc__ = None  # ndarray + Batched defers to Batched.__radd__
+
+    def __init__(self, val: Any, tag: int) -> None:
+        self.val, self.tag = val, tag
+
+    @classmethod
+    def _apply(cls, prim: P.Primitive, *inputs: Any, **params: Any) -> Batched:
+        """Apply ``prim`` to the batch: unwrap this call's batches (the newest tag among
+        the inputs; other values are the same for every example) and run its batching rule."""
+        tag = max(x.tag for x in inputs if isinstance(x, Batched))
+        batched = [isinstance(x, Batched) and x.tag == tag for x in inputs]
+        args = [x.val if b else x for x, b in zip(inputs, batched)]
+        sizes = {ops.shape(a)[0] for a, b in zip(args, batched) if b}
+        if len(sizes) > 1:
+            raise ValueError(
+                f"vmap {prim.name}: the inputs have different batch sizes {sorted(sizes)} "
+                f"(example shapes {[ops.shape(x) for x in inputs]})"
+            )
+        if prim.batch is None:
+            raise NotImplementedError(
+                f"vmap: primitive {prim.name!r} has no batching rule; give its entry a "
+                "batch=rule(args, batched, **params) (see autodiff_lab.primitives)"
+            )
+        for value in params.values():
+            if _holds_batch(value):
+                raise NotImplementedError(
+                    f"vmap {prim.name}: a batched parameter (e.g. an index that differs "
+                    "per example) is not supported; index with one-hot products instead"
+                )
+        out = prim.batch(args, batched, **params)
+        (size,) = sizes
+        if ops.shape(out)[:1] != (size,):
+            raise RuntimeError(
+                f"vmap {prim.name}: the batching rule returned shape {ops.shape(out)}, "
+                f"which does not start with the batch size {size}"
+            )
+        return Batched(out, tag)
+
+    # --- facts about one example ---------------------------------------------------
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(ops.shape(self.val)[1:])
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def dtype(self) -> np.dtype:
+        inner = constant(self.val)
+        while isinstance(inner, Batched):
+            inner = inner.val
+        return np.result_type(inner)
+
+    @property
+    def batch_size(self) -> int:
+        return ops.shape(self.val)[0]
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def constant(self) -> Batched:
+        """The same batch, every example's history and tangents dropped."""
+        inner = constant(self.val)
+        return self if inner is self.val else Batched(inner, self.tag)
+
+    def astype(self, dtype: Any) -> Batched:
+        """Every example converted to ``dtype`` (no derivative: a constant)."""
+        return Batched(
+            _map_plain(lambda v: np.asarray(v).astype(dtype), self.constant().val), self.tag
+        )
+
+    def __getitem__(self, index: Any) -> Any:
+        if _holds_batch(index):
+            raise NotImplementedError(
+                "vmap []: a batched index (one that differs per example) is not supported; "
+                "select with a one-hot product instead: (x * one_hot).sum()"
+            )
+        index = _plain_index(index)
+        try:
+            np.empty(self.shape)[index]  # the check, on one example's shape
+        except IndexError as e:
+            raise IndexError(f"Batched []: index {index!r} for shape {self.shape}: {e}") from None
+        return self._apply(P.GETITEM, self, index=index)
+
+    # --- comparisons: per example, no derivative (masks in rules, control by data) ---
+
+    def _compare(self, other: Any, op: Callable) -> Batched:
+        a, b = constant(self), constant(other)
+        tag = max(x.tag for x in (a, b) if isinstance(x, Batched))
+        batched = [isinstance(x, Batched) and x.tag == tag for x in (a, b)]
+        args = P.batch_aligned([x.val if m else x for x, m in zip((a, b), batched)], batched)
+        return Batched(op(*args), tag)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, operator.ge)
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare(other, operator.ne)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "vmap: a batched value has no single truth value (each example has its own); "
+            "`if x > 0:` on a batch cannot be vmapped: use a mask, e.g. relu or x * (x > 0)"
+        )
+
+    def __repr__(self) -> str:
+        return f"Batched(batch of {self.batch_size}, example shape {self.shape}, tag={self.tag})"
+
+
+def _map_plain(fn: Callable, val: Any) -> Any:
+    """``fn`` on a plain array, or on the plain array inside the batches of outer calls."""
+    if isinstance(val, Batched):
+        return Batched(_map_plain(fn, val.val), val.tag)
+    return fn(val)
+
+
+def _holds_batch(value: Any) -> bool:
+    if isinstance(value, tuple | list):
+        return any(_holds_batch(v) for v in value)
+    return isinstance(value, BatchedArray)
+
+
+# --- vmap -------------------------------------------------------------------------------
+
+
+def vmap(f: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> Callable:
+    """``vmap(f)(xs)`` = ``stack([f(x) for x in xs])``, computed in one pass over the batch.
+
+    ``in_axes`` says, for each positional argument, which axis holds the batch (an int),
+    or None for an argument shared by every example; one int or None applies to all
+    arguments, a tuple gives one entry per argument (an argument that is a tuple or list
+    has the entry applied to each of its items). ``out_axes`` places the batch axis in
+    each output (None: an output that is the same for every example). ``f`` may return
+    one array or a tuple/list of them.
+    """
+
+    def vmapped(*args: Any) -> Any:
+        axes = _per_argument(in_axes, len(args))
+        tag = new_tag()
+        sizes: list[tuple[int, int, int]] = []  # (size, argument, axis)
+        wrapped = [
+            _batch_argument(a, ax, tag, k, sizes) for k, (a, ax) in enumerate(zip(args, axes))
+        ]
+        if not sizes:
+            raise ValueError(
+                f"vmap: in_axes={in_axes!r} batches none of the {len(args)} arguments; "
+                "at least one must have an int axis"
+            )
+        size = sizes[0][0]
+        for s, k, ax in sizes[1:]:
+            if s != size:
+                raise ValueError(
+                    f"vmap: argument {sizes[0][1]} has batch size {size} (axis "
+                    f"{sizes[0][2]}) but argument {k} has batch size {s} (axis {ax}); "
+                    f"in_axes={in_axes!r} must pick axes of the same size"
+                )
+        return _unbatch_output(f(*wrapped), out_axes, tag, size)
+
+    vmapped.__name__ = f"vmap({getattr(f, '__name__', 'f')})"
+    return vmapped
+
+
+def _per_argument(in_axes: Axes, n: int) -> tuple:
+    if in_axes is None or isinstance(in_axes, int):
+        return (in_axes,) * n
+    if not isinstance(in_axes, tuple | list):
+        raise TypeError(f"vmap: in_axes must be an int, None or a tuple, got {in_axes!r}")
+    if len(in_axes) != n:
+        raise ValueError(
+            f"vmap: in_axes={tuple(in_axes)!r} has {len(in_axes)} entries but the function "
+            f"was called with {n} positional arguments"
+        )
+    for ax in in_axes:
+        if ax is not None and not isinstance(ax, int | tuple | list):
+            raise TypeError(f"vmap: each in_axes entry must be an int or None, got {ax!r}")
+    return tuple(in_axes)
+
+
+def _batch_argument(x: Any, axis: Any, tag: int, k: int, sizes: list) -> Any:
+    """Argument ``k`` with its batch axis moved to the front and wrapped as a batch."""
+    if isinstance(x, tuple | list):
+        items = axis if isinstance(axis, tuple | list) else [axis] * len(x)
+        if len(items) != len(x):
+            raise ValueError(
+                f"vmap: in_axes entry {axis!r} does not match argument {k}'s {len(x)} items"
+            )
+        return type(x)(_batch_argument(v, a, tag, k, sizes) for v, a in zip(x, items))
+    if axis is None:
+        return x
+    if not isinstance(x, Traced):
+        x = np.asarray(x, dtype=float) if not isinstance(x, np.ndarray) else x
+    shape = ops.shape(x)
+    if not -len(shape) <= axis < len(shape):
+        raise ValueError(
+            f"vmap: in_axes asks for axis {axis} of argument {k}, which has shape {shape} "
+            f"({len(shape)} axes)"
+        )
+    sizes.append((shape[axis], k, axis))
+    return Batched(move_axis(x, axis % len(shape), 0), tag)
+
+
+def move_axis(x: Any, source: int, destination: int) -> Any:
+    """``np.moveaxis`` for any kind of array (a transpose, recorded when traced)."""
+    if source == destination:
+        return x
+    order = list(range(len(ops.shape(x))))
+    order.insert(destination, order.pop(source))
+    return ops.transpose(x, tuple(order))
+
+
+def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
+    """The batch of call ``tag`` taken out of ``out``, its axis put at ``out_axes``."""
+    if isinstance(out, tuple | list):
+        axes = out_axes if isinstance(out_axes, tuple | list) else [out_axes] * len(out)
+        if len(axes) != len(out):
+            raise ValueError(f"vmap: out_axes={out_axes!r} does not match the {len(out)} outputs")
+        return type(out)(_unbatch_output(o, a, tag, size) for o, a in zip(out, axes))
+    if isinstance(out, Dual) and not (isinstance(out.primal, Batched) and out.primal.tag == tag):
+        # a dual of an outer jvp holding this batch inside: take it out of both parts
+        primal = _unbatch_output(out.primal, out_axes, tag, size)
+        tangent = _unbatch_output(out.tangent, out_axes, tag, size)
+        return Dual(primal, tangent, out.tag)
+    if isinstance(out, Batched) and out.tag == tag:
+        if out_axes is None:
+            raise ValueError(
+                "vmap: out_axes=None, but the output differs from example to example "
+                f"(example shape {out.shape})"
+            )
+        val = out.val
+    else:  # the same for every example
+        if out_axes is None:
+            return out
+        if isinstance(out, numbers.Number):
+            out = np.asarray(out, dtype=float)
+        val = ops.broadcast_to(out, (size, *ops.shape(out)))
+    ndim = len(ops.shape(val))
+    if not isinstance(out_axes, int) or not -ndim <= out_axes < ndim:
+        raise ValueError(
+            f"vmap: out_axes={out_axes!r} is out of range for an output with {ndim} axes"
+        )
+    return move_axis(val, 0, out_axes % ndim)
+
+
+# --- reverse mode inside vmap --------------------------------------------------------------
+
+
+def batch_levels(values: Sequence[Any]) -> list[tuple[int, int]]:
+    """The ``(tag, batch size)`` of every vmap call whose batches occur in ``values``,
+    oldest call first."""
+    found: dict[int, int] = {}
+    for x in values:
+        while isinstance(x, Batched):
+            found[x.tag] = x.batch_size
+            x = x.val
+    return sorted(found.items())
+
+
+def lift(x: Any, levels: Sequence[tuple[int, int]]) -> Any:
+    """``x`` with the batch axes of all ``levels`` in front (oldest first), as one plain
+    array or graph node: a value the same for every example is repeated along its axis."""
+    if not levels:
+        return x
+    *older, (tag, size) = levels
+    if isinstance(x, Batched) and x.tag == tag:
+        inner = x.val
+    else:
+        inner = ops.broadcast_to(x, (size, *ops.shape(x)))
+    return lift(inner, older)
+
+
+def wrap(raw: Any, levels: Sequence[tuple[int, int]]) -> Any:
+    """The inverse of :func:`lift`: the leading axes of ``raw`` made batches again."""
+    for tag, _ in levels:
+        raw = Batched(raw, tag)
+    return raw
+
+
+def has_batch(values: Sequence[Any]) -> bool:
+    return any(isinstance(v, Batched) for v in values)
