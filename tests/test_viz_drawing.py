@@ -282,6 +282,15 @@ def test_title_brackets_only_where_the_operators_need_them():
     assert formula_title((a**b) ** c).startswith("computation graph of (a ** b) ** c: ")
     assert formula_title(a * -2).startswith("computation graph of a × −2: ")
     assert formula_title((a * b).exp().log()).startswith("computation graph of log(exp(a × b)): ")
+    # one-node sums and dot products (Value.sum, Value.dot) are written out
+    assert formula_title(Value.sum([a, b * c, a - b])).startswith(
+        "computation graph of a + b × c + (a − b): "
+    )
+    x1, x2 = Value(1.0, label="x1"), Value(2.0, label="x2")
+    neuron = (Value.dot([a, b], [x1, x2 + c]) + c).relu()
+    assert formula_title(neuron).startswith(
+        "computation graph of ReLU(a × x1 + b × (x2 + c) + c): "
+    )
 
 
 def test_title_of_a_leaf_several_outputs_and_tensors():

@@ -475,6 +475,16 @@ def _op_expression(node, args: list[tuple[str, int]]) -> tuple[str, int]:
     """
     op = op_text(node)
     notation = node._fn.notation
+    name = node._fn.name
+    if name == "add_n" and len(args) >= 2:  # Σ of n inputs: written out as a sum
+        return " + ".join(_wrap_if(a, _INFIX_LEVEL["+"] + 1) for a in args), _INFIX_LEVEL["+"]
+    if name == "dot" and len(args) >= 2 and len(args) % 2 == 0:  # w1..wn, x1..xn
+        n = len(args) // 2
+        terms = [
+            f"{_wrap_if(w, _INFIX_LEVEL['×'])} × {_wrap_if(x, _INFIX_LEVEL['×'] + 1)}"
+            for w, x in zip(args[:n], args[n:], strict=True)
+        ]
+        return " + ".join(terms), _INFIX_LEVEL["+"] if n > 1 else _INFIX_LEVEL["×"]
     if notation == "infix" and len(args) == 2 and op in _INFIX_LEVEL:
         level = _INFIX_LEVEL[op]
         if op == "**":  # right-associative: a ** (b ** c) needs no brackets on the right
