@@ -97,7 +97,9 @@ class Dual(DualNumber, ArrayMethods):
     def detach(self) -> Dual:
         """The same primal (itself detached when it is a graph value) with a zero
         tangent: a constant for forward mode, as ``Tensor.detach`` is for reverse mode."""
-        primal = self.primal.detach() if isinstance(self.primal, Traced) else self.primal  # type: ignore[attr-defined]
+        from .extend import stop_gradient  # (extend builds on this module's neighbours)
+
+        primal = stop_gradient(self.primal)
         return Dual._new(primal, _zeros_like(primal), self.tag)
 
     @property

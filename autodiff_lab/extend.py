@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
-from .kinds import DualNumber, Node, Traced, constant, innermost, is_dual, is_node
+from .kinds import BatchedArray, DualNumber, Node, Traced, constant, innermost, is_dual, is_node
 from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
 
 __all__ = [
@@ -474,13 +474,16 @@ def stop_gradient(x: Any) -> Any:
     A ``Value`` or ``Tensor`` becomes ``x.detach()`` (a new leaf holding the same data,
     cut off from the graph, as PyTorch's ``detach``); a ``Dual`` becomes ``x.detach()``
     (same primal, detached too, tangent zero); numbers and arrays are returned as they
-    are. Lists and tuples are handled entry by entry. Inside ``grad``, ``jvp``, ``vjp`` and
-    ``hessian`` it blocks exactly what ``no_grad()`` would block for that value.
+    are; a ``vmap`` batch has every example made a constant. Lists and tuples are handled
+    entry by entry. Inside ``grad``, ``jvp``, ``vjp``, ``hessian`` and ``vmap`` it blocks
+    exactly what ``no_grad()`` would block for that value.
     """
     if isinstance(x, list | tuple):
         return type(x)(stop_gradient(v) for v in x)
     if isinstance(x, Node | DualNumber):
         return x.detach()  # type: ignore[union-attr]
+    if isinstance(x, BatchedArray):  # inside vmap: every example made a constant
+        return x.constant()
     return x
 
 

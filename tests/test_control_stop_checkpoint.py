@@ -207,3 +207,13 @@ def test_checkpoint_refuses_several_outputs():
             return x, x
 
         checkpoint(pair)(Tensor([1.0], requires_grad=True))
+
+
+def test_stop_gradient_inside_vmap():
+    """Per-example: d/dx [c·x²] with c = x held constant is 2x² (closed form)."""
+    batching = pytest.importorskip("autodiff_lab.batching")  # (vmap: chapter 08's engine)
+    x = np.array([1.0, 2.0, 3.0])
+    per_example = batching.vmap(grad(lambda v: stop_gradient(v) * v * v))(x)
+    np.testing.assert_array_equal(per_example, 2 * x * x)
+    tangents = batching.vmap(lambda v: jvp(lambda u: stop_gradient(u) * u, (v,), (1.0,))[1])(x)
+    np.testing.assert_array_equal(tangents, x)
