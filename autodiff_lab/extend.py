@@ -123,6 +123,29 @@ def _assemble(entries: list, shape: tuple) -> Any:
     return np.asarray([np.asarray(e, float) for e in entries]).reshape(shape)
 
 
+def _batch_by_loop(prim: Primitive) -> Callable:
+    """A batching rule for ``vmap`` that applies ``prim`` to one example at a time and
+    stacks the results (batch axis first): always right, as slow as a Python loop. The
+    entries made here (custom rules, checkpoints) get it; a user primitive can do better
+    with ``batch="broadcasting"`` or a rule of its own."""
+
+    def rule(args: Sequence, batched: Sequence[bool], **params: Any) -> Any:
+        size = next(ops.shape(a)[0] for a, b in zip(args, batched) if b)
+        outs = [
+            bind(prim, *[a[i] if b else a for a, b in zip(args, batched)], **params)
+            for i in range(size)
+        ]
+        if any(isinstance(o, Traced) for o in outs):
+            from .tensor import Tensor, stack
+
+            if not any(is_dual(o) for o in outs):
+                outs = [o if isinstance(o, Node) else Tensor(np.asarray(o)) for o in outs]
+            return stack(outs)
+        return np.stack([np.asarray(o) for o in outs])
+
+    return rule
+
+
 # --- define_primitive -----------------------------------------------------------------------
 
 
@@ -327,6 +350,7 @@ class CustomFunction:
             domain=EVERYWHERE,
             display=lambda params: f"{self.name}",
         )
+        self.primitive.batch = _batch_by_loop(self.primitive)
 
     def defvjp(self, fwd: Callable, bwd: Callable) -> None:
         """Set the reverse-mode rule: ``fwd(*args) -> (out, res)``, ``bwd(res, g) -> cts``."""
@@ -580,6 +604,7 @@ CHECKPOINT = Primitive(
     domain=EVERYWHERE,
     display=lambda params: f"checkpoint({getattr(params.get('f'), '__name__', 'f')})",
 )
+CHECKPOINT.batch = _batch_by_loop(CHECKPOINT)
 
 
 def _referred_from_outside(candidates: list) -> list:

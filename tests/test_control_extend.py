@@ -403,3 +403,18 @@ def test_custom_and_checkpoint_nodes_are_drawn_and_stepped():
     assert a.grad == 0.0  # stepping does not touch .grad
     y.backward()
     assert a.grad == pytest.approx(4 * 1.5 * (1 - np.tanh(2 * 1.5**2) ** 2), rel=1e-12)
+
+
+def test_custom_rules_inside_vmap_run_example_by_example():
+    """vmap over a custom_vjp function (its entry's batching rule loops over the
+    examples): each row's value and gradient against the closed forms (log Σ eˣ and
+    softmax), including a row where exp overflows."""
+    batching = pytest.importorskip("autodiff_lab.batching")  # (vmap: chapter 08's engine)
+    xs = np.array([[1.0, 2.0, 3.0], [1000.0, 0.0, -1.0]])
+    np.testing.assert_allclose(
+        batching.vmap(logsumexp)(xs), [np.log(np.exp(xs[0]).sum()), 1000.0], rtol=1e-15
+    )
+    softmax0 = np.exp(xs[0]) / np.exp(xs[0]).sum()
+    np.testing.assert_allclose(
+        batching.vmap(grad(logsumexp))(xs), [softmax0, [1.0, 0.0, 0.0]], rtol=1e-14, atol=1e-300
+    )
