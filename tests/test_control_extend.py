@@ -418,3 +418,22 @@ def test_custom_rules_inside_vmap_run_example_by_example():
     np.testing.assert_allclose(
         batching.vmap(grad(logsumexp))(xs), [softmax0, [1.0, 0.0, 0.0]], rtol=1e-14, atol=1e-300
     )
+
+
+def test_the_readme_example_of_extending_the_engine():
+    """README "Extending the engine": the softsign example and the numbers its comments
+    state (closed forms: 1/(1+|x|)² = 1/9 and -2/(1+|x|)³ = -2/27 at x = 2)."""
+    softsign = define_primitive(
+        "softsign",
+        lambda x: x / (1 + np.abs(x)),
+        vjp=lambda g, out, x: g / (1 + ops.abs(x)) ** 2,
+        jvp=lambda t, out, x: t / (1 + ops.abs(x)) ** 2,
+        rule="d softsign(x)/dx = 1/(1 + |x|)²",
+    )
+    x = Value(2.0)
+    y = softsign(x)
+    y.backward()
+    assert len(topological_order(y)) == 2 and y._op == "softsign"
+    assert x.grad == pytest.approx(1 / 9, rel=1e-15)
+    assert grad(grad(softsign))(2.0) == pytest.approx(-2 / 27, rel=1e-15)
+    assert jvp(softsign, (2.0,), (1.0,)) == pytest.approx((2 / 3, 1 / 9), rel=1e-15)
