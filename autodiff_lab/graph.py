@@ -249,6 +249,11 @@ def graph_memory(root: Node) -> GraphMemory:
     whatever the length). ``sys.getsizeof`` is the size of each object as Python reports
     it; allocator overhead outside the objects is not counted.
     """
+    if not isinstance(root, Node):
+        raise TypeError(
+            f"graph_memory: expected a Value or Tensor (the end of a recorded graph), got "
+            f"{type(root).__name__}; forward mode (Dual) and plain numbers keep no graph"
+        )
     seen: set = set()
     memory = GraphMemory(0, 0, 0, 0, 0)
     for node in topological_order(root):

@@ -139,3 +139,15 @@ def test_sqrt_n_checkpointing_lowers_the_peak_of_forward_and_backward():
     np.testing.assert_allclose(grad_ckpt, grad_plain, rtol=1e-12)
     assert peak_plain > 2 * n * size * 8  # at least the 2n recorded arrays
     assert peak_ckpt < peak_plain / 5
+
+
+def test_graph_memory_of_something_that_is_not_a_graph():
+    from autodiff_lab import Dual
+
+    for x in (1.5, np.ones(3), Dual(1.0, 1.0)):
+        with pytest.raises(TypeError, match=r"graph_memory: expected a Value or Tensor"):
+            graph_memory(x)
+    leaf = Value(2.0)  # a lone leaf: one node, its object and its float
+    memory = graph_memory(leaf)
+    assert memory.nodes == 1 and memory.by_op["leaf"].count == 1
+    assert memory.values == 24  # a CPython float object
