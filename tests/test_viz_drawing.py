@@ -314,7 +314,7 @@ def test_big_graph_title_counts_what_is_drawn_and_skips_the_formula():
     total = count_nodes(root)
     drawing = draw_graph(root)
     title, desc = svg_title_and_desc(drawing.svg)
-    assert title.startswith("computation graph of its output: 150 values, ")
+    assert title.startswith("computation graph of tanh(…): 150 values, ")  # the last op only
     assert title.endswith(f" operations drawn of {total:,} values")
     assert desc.startswith("Inputs on the left, the output on the right. Too many values to list")
     assert desc.endswith(drawing.collapsed_note)

@@ -535,10 +535,13 @@ def _count(n: int, word: str) -> str:
 
 
 def _root_text(root, full: dict, named: dict) -> str:
-    """``L = tanh(a × b + a)``: the root's name and formula, as much of it as is readable."""
+    """``L = tanh(a × b + a)``: the root's name and formula, as much of it as is readable
+    (a formula too long to read shows only the last operation: ``tanh(…)``)."""
+    if root._fn is None:
+        return _leaf_text(root)[0]
     formula = full.get(root) or named.get(root)
-    if root._fn is None or formula is None:
-        return root.label or ("its output" if root._fn is not None else formula or "a value")
+    if formula is None:
+        formula = _op_expression(root, [("…", _ATOM)] * len(root._prev))[0]
     return f"{root.label} = {formula}" if root.label else formula
 
 
