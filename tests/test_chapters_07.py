@@ -309,3 +309,36 @@ def test_stable_logsumexp_rule_matches_torch(torch, values):
     out.backward()
     assert float(logsumexp(np.array(values))) == pytest.approx(out.item(), rel=1e-14)
     np.testing.assert_allclose(grad(logsumexp)(np.array(values)), t.grad.numpy(), rtol=1e-12)
+
+
+def test_gradient_check_claims_float64_float32_and_kinks():
+    from autodiff_lab import tanh as ad_tanh
+
+    def relative_error(a, b):
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        return float(np.max(np.abs(a - b) / np.maximum(np.abs(a) + np.abs(b), 1e-300)))
+
+    def numeric_gradient(f, x, h):
+        g = np.zeros(x.shape, dtype=np.float64)
+        for i in range(x.size):
+            e = np.zeros_like(x)
+            e.flat[i] = h
+            g.flat[i] = (f(x + e) - f(x - e)) / (2 * h)
+        return g
+
+    def f(x):
+        return np.sum(np.tanh(x) * x * x)
+
+    x = np.array([0.3, -1.2, 2.0])
+    exact = grad(lambda t: (ad_tanh(t) * t * t).sum())(x)
+    assert relative_error(numeric_gradient(f, x, 1e-6), exact) < 1e-8
+    x32 = x.astype(np.float32)
+    errors32 = [relative_error(numeric_gradient(f, x32, np.float32(h)), exact)
+                for h in (1e-5, 1e-4, 1e-3, 3e-3, 1e-2, 1e-1)]  # fmt: skip
+    assert min(errors32) > 1e-5  # "even the best h leaves a relative error above 1e-5"
+    near = np.array([1e-8, 0.5])
+    kink = relative_error(
+        numeric_gradient(lambda t: np.sum(np.maximum(t, 0.0)), near, 1e-6),
+        grad(lambda t: relu(t).sum())(near),
+    )
+    assert kink > 0.1
