@@ -437,3 +437,23 @@ def test_the_readme_example_of_extending_the_engine():
     assert x.grad == pytest.approx(1 / 9, rel=1e-15)
     assert grad(grad(softsign))(2.0) == pytest.approx(-2 / 27, rel=1e-15)
     assert jvp(softsign, (2.0,), (1.0,)) == pytest.approx((2 / 3, 1 / 9), rel=1e-15)
+
+
+def test_a_domain_is_checked_by_every_engine():
+    """log2 is defined for x > 0: the check names the op and the bad value or entry."""
+    log2 = define_primitive(
+        "log2_test",
+        np.log2,
+        vjp=lambda g, out, x: g / (x * np.log(2.0)),
+        jvp=lambda t, out, x: t / (x * np.log(2.0)),
+        domain=("x > 0", lambda x: x <= 0),
+    )
+    assert log2(8.0) == 3.0 and grad(log2)(2.0) == pytest.approx(1 / (2 * np.log(2)), rel=1e-15)
+    with pytest.raises(ValueError, match=r"Value log2_test: .* defined for x > 0, got -1"):
+        log2(Value(-1.0))
+    with pytest.raises(ValueError, match=r"Tensor log2_test: .*1 entries .*first at index \(1,\)"):
+        log2(Tensor([1.0, 0.0, 2.0], requires_grad=True))
+    with pytest.raises(ValueError, match=r"Dual log2_test: log2_test is defined for x > 0"):
+        log2(Dual(-2.0, 1.0))
+    with pytest.raises(TypeError, match=r"'bad_domain_test': domain must be"):
+        define_primitive("bad_domain_test", np.log2, vjp=lambda g, o, x: g, domain="x > 0")
