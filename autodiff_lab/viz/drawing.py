@@ -563,7 +563,9 @@ def describe_graph(
     n_ops = sum(1 for node in view.nodes if node._fn is not None)
     counts = f"{_count(len(view.nodes), 'value')}, {_count(n_ops, 'operation')}"
     if view.hidden:
-        counts += f" drawn of {len(view.order):,} values"
+        counts = f"{len(view.nodes):,} of {len(view.order):,} values drawn, " + _count(
+            n_ops, "operation"
+        )
     title = f"computation graph of {what}: {counts}"
 
     def lines(node) -> str:
