@@ -111,10 +111,15 @@ class JupyterServer:
             f"--ServerApp.root_dir={root}", f"--LabApp.workspaces_dir={workspaces}",
             f"--LabApp.user_settings_dir={settings}",
             "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            # window.jupyterapp: tests open notebooks and run commands in one reused tab
+            "--LabApp.expose_app_in_browser=True",
         ]  # fmt: skip
         if hasattr(os, "getuid") and os.getuid() == 0:
             cmd.append("--allow-root")
         env = dict(os.environ, AUTODIFF_LAB_RENDERER="wasm", OMP_NUM_THREADS="1")
+        # the course's JupyterLab defaults, written as `make lab` writes them (no news prompt)
+        subprocess.run([sys.executable, str(ROOT / "tools" / "lab_settings.py")], check=True,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
         self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready(log_path)
@@ -201,6 +206,11 @@ THIRD_PARTY_CONSOLE_ERRORS = [
     # hashed fonts (e.g. 620019ed9d1100b6.woff2): once one app fetched a font, the other
     # app's request for it is refused with 403 "not in root static directory" (server log).
     (r"403.*?/static/(lab|notebook)/[0-9a-f]+\.(woff2?|ttf|eot)", r""),
+    # JupyterLab's debugger extension asks each new kernel for its debug state; when the
+    # kernel is shut down before it replies (the chapter walk closes each notebook with its
+    # kernel as soon as it is checked), JupyterLab logs this from its own core bundle.
+    (r"Could not restore the debugger state: Canceled future for debug_request",
+     r"/static/lab/jlab_core\."),
     # The machine has no network: Voila's template links Font Awesome from a CDN, reveal.js
     # themes link Google Fonts.
     (r"ERR_NAME_NOT_RESOLVED|ERR_INTERNET_DISCONNECTED",
@@ -232,12 +242,9 @@ def _third_party(problem: str) -> bool:
     )
 
 
-@pytest.fixture
-def browser_page(browser):
-    """A fresh browser page (its own context: no shared storage between tests)."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
+def watch_console(page) -> list[str]:
+    """Record the page's console errors, uncaught exceptions and HTTP errors (a live list,
+    also set as ``page.console_problems``)."""
     problems: list[str] = []
     page.on("console", lambda m: _note_console(problems, m))
     page.on("pageerror", lambda e: problems.append(f"uncaught {e} ({_origin(e)})"))
@@ -246,9 +253,33 @@ def browser_page(browser):
         lambda r: problems.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None,
     )
     page.console_problems = problems  # a test may look at them before teardown
+    return problems
+
+
+def courses_own(problems: list[str]) -> list[str]:
+    """The problems not listed in THIRD_PARTY_CONSOLE_ERRORS (those fail a test)."""
+    return [p for p in problems if not _third_party(p)]
+
+
+@pytest.fixture(scope="session")
+def console_gate():
+    """For tests that manage their own page: ``console_gate.watch(page)`` starts recording
+    (returns the live list), ``console_gate.ours(problems)`` keeps those that fail a test."""
+    import types
+
+    return types.SimpleNamespace(watch=watch_console, ours=courses_own)
+
+
+@pytest.fixture
+def browser_page(browser):
+    """A fresh browser page (its own context: no shared storage between tests)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    problems = watch_console(page)
     yield page
     context.close()
-    ours = [p for p in problems if not _third_party(p)]
+    ours = courses_own(problems)
     if ours:
         pytest.fail("errors in the browser console:\n" + "\n".join(ours), pytrace=False)
 

@@ -80,7 +80,11 @@ def test_backward_stepper_and_explorer_in_jupyterlab(jupyterlab, widgets_noteboo
     set_slider(explorer, 0.5)
     expect(explorer.locator(".widget-html-content")).to_contain_text("x = 0.500")
     assert image.get_attribute("src") != before  # a new plot arrived
-    drawing = page.locator(".jp-Cell").nth(2).locator("img[alt='computation graph with 5 values']")
+    drawing = (
+        page.locator(".jp-Cell")
+        .nth(2)
+        .locator("img[alt^='computation graph of L = tanh(a × b + a): 5 values, 3 operations.']")
+    )
     expect(drawing).to_be_visible()
     assert drawing.evaluate("img => img.naturalWidth") > 300  # the SVG decoded and drew
     screenshot(page, "lab_widgets_notebook", full_page=True)
@@ -152,7 +156,7 @@ def test_gallery_shows_stored_pictures_before_anything_runs(jupyterlab, screensh
     expect(stepper).to_be_visible(timeout=30_000)
     stepper.scroll_into_view_if_needed()
     assert stepper.evaluate("img => img.naturalWidth") > 300  # the picture decoded
-    graphs = page.locator("img[alt^='computation graph with']")
+    graphs = page.locator("img[alt^='computation graph of']")
     expect(graphs.first).to_be_attached()
     assert graphs.count() >= 3
     screenshot(page, "lab_gallery_not_run_yet")
