@@ -128,3 +128,10 @@ def test_static_fallback_is_the_drawing_without_measurements(explorer):
     assert "run this cell to make the controls live" in bundle["text/plain"]
     assert "data:image/svg+xml;base64," in bundle["text/html"]
     assert "MB" not in bundle["text/html"] and "ms" not in bundle["text/plain"]
+    # as every widget (tests/test_viz_fallback.py): live view, one line, an <img>, no <svg>
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"].endswith(
+        "(Static picture: run this cell to make the controls live.)"
+    )
+    assert "\n" not in bundle["text/plain"]
+    assert "<img " in bundle["text/html"] and "<svg" not in bundle["text/html"]
