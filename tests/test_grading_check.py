@@ -7,7 +7,7 @@ import math
 import nbformat
 import numpy as np
 import pytest
-from grading_testkit import EXERCISES_MODULE, load_test_exercises, write_notebook
+from grading_testkit import EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
 
 from autodiff_lab.grading import check, checking, close, registry
 from autodiff_lab.grading.plaindata import PlainDataError, dumps, loads, to_plain
@@ -308,3 +308,31 @@ def test_scorecard_text_meets_wcag_aa_contrast_in_any_theme():
         for background in backgrounds:
             assert _contrast(colour, background) >= 4.5, (colour, background)
     assert 'title="failed">✗</td>' in html and "<th" in html  # ✗ said in words, headed columns
+
+
+WRONG_SIGMOID = """import math
+
+def sigmoid_op(x):
+    s = 1 / (1 + math.exp(-x)) if x >= 0 else math.exp(x) / (1 + math.exp(x))
+    return s, lambda g: g * s  # forgets the factor (1 - s)
+"""
+
+
+def test_cli_grader_names_the_parts_as_the_scorecard_does(tmp_path):
+    """One formatter: the grader's feedback shows the first failing case exactly as check()."""
+    import csv
+
+    seed = 7
+    write_notebook(tmp_path / "subs" / "ann" / "03_micrograd.ipynb", [WRONG_SIGMOID])
+    namespace: dict = {}
+    exec(WRONG_SIGMOID, namespace)
+    card = check("3.3", namespace["sigmoid_op"], seed=seed, show=False, record=False)
+    first = next(c for c in card.cases if not c.passed)
+    assert first.message.startswith("value: got ") and " · gradient: got " in first.message
+    out = tmp_path / "grades.csv"
+    argv = ["grade", str(tmp_path / "subs"), "--db", str(tmp_path / "book.sqlite"),
+            "--out", str(out), "--seed", str(seed), "--quiet"]  # fmt: skip
+    assert run_cli(argv) == 0
+    with open(out, newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["exercise"] == "3.3")
+    assert f"First failing case: {first.name}: {first.message}." in row["feedback"]
