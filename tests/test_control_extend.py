@@ -409,7 +409,8 @@ def test_custom_rules_inside_vmap_run_example_by_example():
     """vmap over a custom_vjp function (its entry's batching rule loops over the
     examples): each row's value and gradient against the closed forms (log Σ eˣ and
     softmax), including a row where exp overflows."""
-    batching = pytest.importorskip("autodiff_lab.batching")  # (vmap: chapter 08's engine)
+    from autodiff_lab import batching  # vmap
+
     xs = np.array([[1.0, 2.0, 3.0], [1000.0, 0.0, -1.0]])
     np.testing.assert_allclose(
         batching.vmap(logsumexp)(xs), [np.log(np.exp(xs[0]).sum()), 1000.0], rtol=1e-15
@@ -457,3 +458,26 @@ def test_a_domain_is_checked_by_every_engine():
         log2(Dual(-2.0, 1.0))
     with pytest.raises(TypeError, match=r"'bad_domain_test': domain must be"):
         define_primitive("bad_domain_test", np.log2, vjp=lambda g, o, x: g, domain="x > 0")
+
+
+def test_a_user_primitive_with_a_batching_rule_under_vmap():
+    """batch="broadcasting": vmap runs the op on the whole batch at once; without a rule
+    vmap refuses it, naming the op. Values and per-example gradients in closed form."""
+    from autodiff_lab import batching  # vmap
+
+    batched = define_primitive(
+        "softsign_batched_test",
+        lambda x: x / (1 + np.abs(x)),
+        vjp=lambda g, out, x: g / (1 + ops.abs(x)) ** 2,
+        jvp=lambda t, out, x: t / (1 + ops.abs(x)) ** 2,
+        batch="broadcasting",
+    )
+    xs = np.array([[1.0, -2.0], [3.0, 0.5]])
+    np.testing.assert_allclose(batching.vmap(batched)(xs), softsign_closed(xs), rtol=1e-15)
+    per_example = batching.vmap(grad(lambda v: batched(v).sum()))(xs)
+    np.testing.assert_allclose(per_example, softsign_slope(xs), rtol=1e-15)
+    unbatched = define_primitive(
+        "softsign_unbatched_test", lambda x: x / (1 + np.abs(x)), vjp=lambda g, out, x: g
+    )
+    with pytest.raises(NotImplementedError, match=r"'softsign_unbatched_test' has no batching"):
+        batching.vmap(unbatched)(xs)
