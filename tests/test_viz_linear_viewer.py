@@ -160,3 +160,11 @@ def test_bad_arguments_are_named():
         LinearizeViewer(f, X, Y, tangents=(1.0,))
     with pytest.raises(TypeError, match="f must be a function"):
         LinearizeViewer(3.0, 1.0)
+
+
+def test_side_by_side_shows_both_directions_as_captioned_images(view):
+    bundle = view.side_by_side()._repr_mimebundle_()
+    html = bundle["text/html"]
+    assert html.count("<img") == 2 and html.count("<figcaption") == 2
+    assert html.index("linear graph of the jvp") < html.index("the same graph transposed")
+    assert "display:flex" in html and "flex-wrap:wrap" in html

@@ -33,7 +33,7 @@ import graphviz
 import ipywidgets as widgets
 import numpy as np
 
-from ..linear import LinearGraph, LinearNode, linearize
+from ..linear import LinearNode, linearize
 from .drawing import (
     FILL_INPUT,
     FILL_OP,
@@ -277,6 +277,10 @@ class LinearView:
             alt_description=desc,
         )
 
+    def side_by_side(self, *, large: bool = False) -> SideBySide:
+        """Both pictures next to each other: the linear graph, then its transpose."""
+        return SideBySide([self.drawing(d, large=large) for d in DIRECTIONS])
+
     def table_rows(self, direction: str) -> list[tuple[str, str, str]]:
         """The text readout: (node, operation in this direction, value) for every node."""
         rows = []
@@ -286,6 +290,31 @@ class LinearView:
                 (self.node_name(node.index), op, _text(self.node_value(node.index, direction)))
             )
         return rows
+
+
+class SideBySide:
+    """Drawings next to each other (wrapping on narrow screens), each with a caption that
+    repeats its text alternative's title. Shown as HTML images, so the picture survives
+    the sanitizing of untrusted notebooks."""
+
+    def __init__(self, drawings: Sequence[GraphDrawing]):
+        self.drawings = list(drawings)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        figures = "".join(
+            '<figure style="margin:0;flex:1 1 480px;min-width:0">'
+            f"{svg_img_tag(d.svg, d.alt_text)}"
+            f'<figcaption style="font-size:12px;color:#1a1a1a">{html_lib.escape(d.alt_title)}'
+            "</figcaption></figure>"
+            for d in self.drawings
+        )
+        return {
+            "text/html": f'<div style="display:flex;flex-wrap:wrap;gap:16px">{figures}</div>',
+            "text/plain": repr(self),
+        }
+
+    def __repr__(self) -> str:
+        return "<SideBySide: " + "; ".join(d.alt_title for d in self.drawings) + ">"
 
 
 class LinearizeViewer(widgets.VBox):
@@ -447,4 +476,4 @@ def _parameter_names(f: Callable, n: int) -> tuple[str, ...]:
     return tuple(params[:n]) if len(params) >= n else tuple(f"x{i}" for i in range(n))
 
 
-__all__ = ["LinearizeViewer", "LinearView", "draw_linear_graph", "op_label", "LinearGraph"]
+__all__ = ["LinearizeViewer", "LinearView", "SideBySide", "draw_linear_graph", "op_label"]

@@ -1,0 +1,160 @@
+"""Chapter 08 as committed: executed, every claim backed by a stored output, fit for slides.
+
+(nbval re-runs the notebook and compares outputs; these checks read the stored outputs and
+assert they show what the text claims, so an edit cannot quietly drop a claim. The claims
+themselves — jvp linear in the tangent, the transposed graph equal to backward(),
+per-example gradients — are checked here against closed forms, hand-written gradients and
+PyTorch.)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autodiff_lab import sin
+from autodiff_lab.functional import jvp, linear_transpose, linearize
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "08_transformations.ipynb"
+SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
+
+
+@pytest.fixture(scope="module")
+def cells():
+    return json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+
+
+def _source(cell) -> str:
+    return "".join(cell["source"])
+
+
+def _printed(cells) -> str:
+    """All stored stream and text/plain outputs, in order."""
+    out = []
+    for cell in cells:
+        for o in cell.get("outputs", []):
+            if o["output_type"] == "stream":
+                out.append("".join(o["text"]))
+            elif "data" in o:
+                out.append("".join(o["data"].get("text/plain", "")))
+    return "\n".join(out)
+
+
+def _markdown(cells) -> str:
+    return "\n".join(_source(c) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_executed_without_errors_and_every_cell_has_slide_metadata(cells):
+    code = [c for c in cells if c["cell_type"] == "code"]
+    assert code and all(c["execution_count"] for c in code)
+    assert not [o for c in code for o in c["outputs"] if o["output_type"] == "error"]
+    assert all(c["metadata"]["slideshow"]["slide_type"] in SLIDE_TYPES for c in cells)
+    assert cells[0]["metadata"]["slideshow"]["slide_type"] == "slide"
+
+
+def test_goals_reading_time_check_yourself_summary_and_exercises_link(cells):
+    first = _source(cells[0])
+    assert "**Learning goals.**" in first and re.search(r"About \d+ minutes", first)
+    text = _markdown(cells)
+    assert "## Check yourself" in text and "<summary>Answers</summary>" in text
+    assert "## Summary" in text and "../exercises/08_transformations.ipynb" in text
+
+
+def test_every_printed_verdict_is_true(cells):
+    printed = _printed(cells)
+    verdicts = re.findall(r":\s*(True|False)\b", printed)
+    assert len(verdicts) >= 10 and set(verdicts) == {"True"}, verdicts
+
+
+def test_torch_is_only_reached_through_import_torch(cells):
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        src = _source(cell)
+        assert not re.search(r"^\s*(import torch|from torch)", src, re.M), src[:80]
+        if "torch." in src:  # only under the guard of an earlier import_torch()
+            assert "if torch is not None:" in src, src[:80]
+    sources = "".join(_source(c) for c in cells if c["cell_type"] == "code")
+    assert "torch = import_torch()" in sources
+    assert sources.index("torch = import_torch()") < sources.index("torch.")
+
+
+def test_timings_are_never_compared_by_nbval(cells):
+    """A cell that times something shows the times only in a plot (PNG, ignored by nbval)
+    or is tagged nbval-ignore-output."""
+    for cell in cells:
+        if cell["cell_type"] != "code" or "best_time(" not in _source(cell):
+            continue
+        if "def best_time" in _source(cell):
+            continue
+        tags = cell["metadata"].get("tags", [])
+        kinds = {o["output_type"] for o in cell["outputs"]}
+        assert "nbval-ignore-output" in tags or kinds <= {"display_data"}, _source(cell)[:80]
+
+
+# --- section 1: jvp is linear in the tangent ----------------------------------------------
+
+
+def f(x, y):
+    return x * y * y + 3 * x, x * x - 2 * y
+
+
+def test_the_small_integer_jacobian_of_the_text():
+    """J = [[y² + 3, 2xy], [2x, −2]] at (2, 1) = [[4, 4], [4, −2]], as the text says."""
+    columns = [jvp(f, (2.0, 1.0), e)[1] for e in ((1.0, 0.0), (0.0, 1.0))]
+    assert np.array(columns).T.tolist() == [[4.0, 4.0], [4.0, -2.0]]
+    assert jvp(f, (2.0, 1.0), (3.0, -2.0))[1] == (4.0, 16.0)  # 3·col0 − 2·col1, exactly
+    assert jvp(f, (4.0, 2.0), (1.0, 0.0))[1] == (7.0, 8.0)  # y² + 3 = 7, 2x = 8: not (8, 8)
+
+
+def test_stored_outputs_show_the_jacobian_columns_and_the_non_linearity_in_the_point(cells):
+    printed = _printed(cells)
+    assert "J u         = (4.0, 4.0)" in printed and "J v         = (4.0, -2.0)" in printed
+    assert "J (3u - 2v) = (4.0, 16.0)" in printed and "3 Ju - 2 Jv = (4.0, 16.0)" in printed
+    assert "jvp at (4, 2) along u: (7.0, 8.0)" in printed
+
+
+# --- section 2: linearize and transpose --------------------------------------------------------
+
+
+def h(x, y):
+    return x * y + sin(x)
+
+
+def test_linearize_and_transpose_of_the_chapters_example_against_closed_forms():
+    out, h_jvp = linearize(h, 0.5, 2.0)
+    assert out == pytest.approx(0.5 * 2.0 + math.sin(0.5), rel=1e-15)
+    assert [n.op for n in h_jvp.nodes if n.op != "input"] == ["mul", "mul", "add", "mul", "add"]
+    for tx, ty in ((1.0, 0.0), (0.3, -1.2)):
+        assert h_jvp(tx, ty) == pytest.approx(2.0 * tx + 0.5 * ty + math.cos(0.5) * tx)
+    gx, gy = linear_transpose(h_jvp)(1.0)
+    assert gx == pytest.approx(2.0 + math.cos(0.5), rel=1e-15) and gy == 0.5
+
+
+def test_stored_outputs_show_the_linear_graph_and_the_transposed_gradient(cells):
+    printed = _printed(cells)
+    assert "<LinearGraph: 2 input(s), ops [mul, mul, add, mul, add]>" in printed  # "five"
+    assert f"({2.0 + math.cos(0.5):.4f}, 0.5000)" in printed  # transposed graph and backward
+    assert "parameters: 161" in printed  # "Its 161 parameters"
+    html = "".join(
+        "".join(o.get("data", {}).get("text/html", ""))
+        for c in cells
+        if c["cell_type"] == "code"
+        for o in c["outputs"]
+    )
+    assert "linear graph of the jvp at x = 0.5000, y = 2.0000" in html
+    assert "the same graph transposed (the vjp)" in html
+    assert f"{math.cos(0.5):.4f}" == "0.8776" and "0.8776" in _markdown(cells)
+
+
+def test_the_widget_is_in_the_chapter_with_its_static_fallback(cells):
+    widget = next(c for c in cells if "LinearizeViewer(h" in _source(c))
+    bundle = widget["outputs"][0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert "Static picture: run this cell" in "".join(bundle["text/plain"])
+    assert "<img" in "".join(bundle["text/html"])
