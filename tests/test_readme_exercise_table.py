@@ -105,3 +105,22 @@ def test_summary_counts_each_level(level):
     assert f"{len(rows)} exercises (" in done.stdout
     assert f"{count} {level}" in done.stdout
     assert f"about {sum(r[3] for r in rows)} minutes" in done.stdout
+
+
+def test_per_chapter_counts_add_up():
+    """`--chapters`: one line per chapter, e.g. "04 (7: 2 easy, 3 medium, 2 hard; ~155 min)"."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "exercise_table.py"), "--chapters"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = re.findall(r"^(\d\d) \((\d+): (.*); ~(\d+) min\)$", done.stdout, re.M)
+    rows = registry_rows()
+    assert {int(c) for c, *_ in lines} == {int(r[0].split(".")[0]) for r in rows}
+    for chapter, count, levels, minutes in lines:
+        mine = [r for r in rows if int(r[0].split(".")[0]) == int(chapter)]
+        assert int(count) == len(mine) and int(minutes) == sum(r[3] for r in mine)
+        for part in levels.split(", "):
+            n, level = part.split(" ")
+            assert int(n) == sum(1 for r in mine if r[2] == level), (chapter, part)

@@ -7,6 +7,7 @@ that the README's table equals the registry.
 
     python tools/exercise_table.py                 # print the table
     python tools/exercise_table.py --summary       # and the counts per level, total minutes
+    python tools/exercise_table.py --chapters      # and each chapter's counts and minutes
     python tools/exercise_table.py --update README.md   # replace the table in the README
 
 ``--update`` replaces the Markdown table that starts with :data:`HEADER` (the header line up
@@ -59,6 +60,22 @@ def summary() -> str:
     return f"{len(found)} exercises ({per_level}), about {total} minutes"
 
 
+def per_chapter() -> list[str]:
+    """Per chapter, the course table's exercise cell: ``NN (7: 2 easy, 3 medium; ~155 min)``."""
+    from autodiff_lab.grading.spec import LEVELS
+
+    chapters: dict[int, list[tuple[str, str, str, int]]] = {}
+    for row in rows():
+        chapters.setdefault(int(row[0].split(".")[0]), []).append(row)
+    lines = []
+    for chapter, found in sorted(chapters.items()):
+        counts = Counter(level for _, _, level, _ in found)
+        levels = ", ".join(f"{counts[lv]} {lv}" for lv in LEVELS if counts[lv])
+        total = sum(minutes for *_, minutes in found)
+        lines.append(f"{chapter:02d} ({len(found)}: {levels}; ~{total} min)")
+    return lines
+
+
 def update(readme: Path) -> bool:
     """Replace the exercise table in ``readme``; False when it has none yet."""
     lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -77,6 +94,7 @@ def update(readme: Path) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--summary", action="store_true", help="also print the counts")
+    parser.add_argument("--chapters", action="store_true", help="also print counts per chapter")
     parser.add_argument("--update", type=Path, metavar="README", help="rewrite the table there")
     args = parser.parse_args(argv)
     if args.update is not None:
@@ -88,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(), end="")
     if args.summary:
         print(summary())
+    if args.chapters:
+        print("\n".join(per_chapter()))
     return 0
 
 
