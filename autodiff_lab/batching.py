@@ -65,6 +65,8 @@ class Batched(BatchedArray, ArrayMethods):
                 f"vmap: primitive {prim.name!r} has no batching rule; give its entry a "
                 "batch=rule(args, batched, **params) (see autodiff_lab.primitives)"
             )
+        if prim is P.GETITEM and _holds_batch(params["index"]):
+            return _take_per_example(inputs[0], params["index"])
         for value in params.values():
             if _holds_batch(value):
                 raise NotImplementedError(
@@ -120,11 +122,8 @@ class Batched(BatchedArray, ArrayMethods):
         )
 
     def __getitem__(self, index: Any) -> Any:
-        if _holds_batch(index):
-            raise NotImplementedError(
-                "vmap []: a batched index (one that differs per example) is not supported; "
-                "select with a one-hot product instead: (x * one_hot).sum()"
-            )
+        if _holds_batch(index):  # each example has its own index (a class label…)
+            return _take_per_example(self, index)
         index = _plain_index(index)
         try:
             np.empty(self.shape)[index]  # the check, on one example's shape
@@ -169,6 +168,39 @@ class Batched(BatchedArray, ArrayMethods):
 
     def __repr__(self) -> str:
         return f"Batched(batch of {self.batch_size}, example shape {self.shape}, tag={self.tag})"
+
+
+def _take_per_example(x: Any, index: Any) -> Batched:
+    """``x[index]`` where the index differs from example to example (``logp[y]`` with a
+    batch of labels ``y``): ONE integer-array index of the whole batch, ``arange(B)``
+    choosing each example's own slice. Indices are integers and integer arrays only."""
+    parts = index if isinstance(index, tuple) else (index,)
+    tag = max(p.tag for p in parts if isinstance(p, Batched))
+    if any(
+        not isinstance(p, Batched | np.ndarray | numbers.Integral)
+        or isinstance(p, Batched)
+        and p.tag != tag
+        for p in parts
+    ) or (isinstance(x, Batched) and x.tag > tag):
+        raise NotImplementedError(
+            f"vmap []: an index that differs per example works with integers and integer "
+            f"arrays only (no slices, no other vmap's batches), got {index!r}"
+        )
+    batched = [isinstance(p, Batched) for p in parts]
+    vals = [np.asarray(constant(p).val if b else p) for p, b in zip(parts, batched)]
+    if any(v.dtype.kind not in "iu" for v in vals):
+        raise TypeError(f"vmap []: a per-example index must hold integers, got {index!r}")
+    size = next(v.shape[0] for v, b in zip(vals, batched) if b)
+    x_val = x.val if isinstance(x, Batched) and x.tag == tag else None
+    if x_val is None:  # the same array for every example: repeat it along the batch
+        x_val = ops.broadcast_to(x, (size, *ops.shape(x)))
+    rank = max(v.ndim - b for v, b in zip(vals, batched))  # an example's index ndim
+    aligned = [
+        v.reshape(v.shape[:1] + (1,) * (rank - v.ndim + 1) + v.shape[1:]) if b else v
+        for v, b in zip(vals, batched)
+    ]
+    rows = np.arange(size).reshape((size,) + (1,) * rank)  # example k reads its own slice
+    return Batched(P.bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
 
 
 def _map_plain(fn: Callable, val: Any) -> Any:

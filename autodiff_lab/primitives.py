@@ -263,7 +263,9 @@ def bind(prim: Primitive, *inputs, **params):
         if type(x) in PLAIN_TYPES:
             continue
         if isinstance(x, Tracer):
-            return _newest_tracer(inputs)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
+            if len(inputs) > 1:
+                x = _newest_tracer(inputs)
+            return type(x)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
         if node is None and isinstance(x, Node):
             node = x
     if node is not None:
@@ -271,13 +273,13 @@ def bind(prim: Primitive, *inputs, **params):
     return prim.forward(*inputs, **params)
 
 
-def _newest_tracer(inputs) -> type:
-    """The type of the tracer with the largest tag (the innermost transformation)."""
+def _newest_tracer(inputs) -> Tracer:
+    """The tracer with the largest tag (of the innermost transformation)."""
     newest = None
     for x in inputs:
         if isinstance(x, Tracer) and (newest is None or x.tag > newest.tag):
             newest = x
-    return type(newest)
+    return newest  # type: ignore[return-value]
 
 
 PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32}  # never graph values

@@ -18,7 +18,7 @@ import pytest
 from primitive_cases import CASES, torch_twins
 
 from autodiff_lab import Tensor, no_grad, ops
-from autodiff_lab.functional import LinearGraph, jvp, linear_transpose, linearize, vjp
+from autodiff_lab.functional import LinearGraph, jvp, linear_transpose, linearize, vjp, vmap
 from autodiff_lab.primitives import EXP, PRIMITIVES, Primitive, bind
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -294,3 +294,14 @@ def test_a_non_linear_jvp_rule_is_caught():
     )
     with pytest.raises(ValueError, match="non-linear operation 'exp'"):
         linearize(lambda x: bind(wrong, x), np.ones(2))
+
+
+def test_linear_graph_applies_to_batches(rng):
+    """vmap(f_jvp) over the unit vectors is the Jacobian column by column, vmap of its
+    transpose row by row (closed form J = diag(1 − y²) A)."""
+    A, x = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    y, f_jvp = linearize(lambda x: ops.tanh(A @ x), x)
+    J = (1 - y**2)[:, None] * A
+    np.testing.assert_allclose(vmap(f_jvp, out_axes=1)(np.eye(4)), J, rtol=1e-14)
+    (rows,) = vmap(linear_transpose(f_jvp))(np.eye(3))
+    np.testing.assert_allclose(rows, J, rtol=1e-14)

@@ -278,6 +278,32 @@ def test_in_axes_and_out_axes_forms(rng):
     np.testing.assert_allclose(stacked[1], 2 * X.T)
 
 
+def test_an_index_that_differs_per_example(rng, torch):
+    """Per-example class labels: loss = −log softmax(x W)[y], a label per example;
+    per-example gradients against a loop and torch.func."""
+    W, X = rng.standard_normal((4, 3)), rng.standard_normal((6, 4))
+    y = rng.integers(0, 3, size=6)
+
+    def loss(W, x, y):
+        return -ops.log_softmax(x @ W)[y]
+
+    np.testing.assert_allclose(vmap(loss, (None, 0, 0))(W, X, y), [loss(W, *e) for e in zip(X, y)])
+    got = vmap(grad(loss), in_axes=(None, 0, 0))(W, X, y)
+    np.testing.assert_allclose(got, np.stack([grad(loss)(W, *e) for e in zip(X, y)]), rtol=1e-14)
+    theirs = torch.func.vmap(
+        torch.func.grad(lambda W, x, y: -torch.log_softmax(x @ W, -1).gather(0, y[None])[0]),
+        in_dims=(None, 0, 0),
+    )(torch.tensor(W), torch.tensor(X), torch.tensor(y))
+    np.testing.assert_allclose(got, theirs.numpy(), rtol=1e-10, atol=1e-12)
+    # several labels per example, with an index shared by all examples beside them
+    Z, Y = rng.standard_normal((5, 6, 3)), rng.integers(0, 3, size=(5, 6))
+
+    def mean_logp(z, labels):
+        return ops.log_softmax(z)[np.arange(6), labels].mean()
+
+    np.testing.assert_allclose(vmap(mean_logp)(Z, Y), [mean_logp(*e) for e in zip(Z, Y)])
+
+
 def test_batched_masks_and_data_dependent_ops(rng):
     """relu, abs and max decide per example (each has its own mask)."""
     X = rng.standard_normal((6, 5))
@@ -373,8 +399,10 @@ def test_clear_errors(rng):
         vmap(grad(lambda x: x * 2))(X)
     with pytest.raises(TypeError, match="no single truth value"):
         vmap(lambda x: x if x.sum() > 0 else -x)(X)
-    with pytest.raises(NotImplementedError, match="batched index"):
-        vmap(lambda x, i: x[i], in_axes=(0, 0))(X, np.array([0, 1, 2]))
+    with pytest.raises(NotImplementedError, match="integers and integer arrays only"):
+        vmap(lambda x, i: x[i, :], in_axes=(0, 0))(np.ones((3, 4, 2)), np.array([0, 1, 2]))
+    with pytest.raises(TypeError, match="must hold integers"):
+        vmap(lambda x, i: x[i], in_axes=(0, 0))(X, np.array([0.0, 1.0, 2.0]))
 
 
 def test_a_primitive_without_a_batching_rule_is_named():
