@@ -320,7 +320,7 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
         leaves = []
         for i in nums:
             raw = lift(args[i], levels)
-            leaf = _leaf(raw if isinstance(raw, Traced) else np.asarray(raw, dtype=float))
+            leaf = _leaf(raw if isinstance(raw, Traced) else np.asarray(raw))  # (ints: float64)
             leaves.append(leaf)
             call_args[i] = wrap(leaf, levels)
         nested = _ReverseNesting.depth > 0 or any(is_node(lift(args[i], levels)) for i in nums)

@@ -434,3 +434,11 @@ def test_tensor_and_batch_combine_either_way(rng):
     assert isinstance(out, Tensor)
     out.sum().backward()
     np.testing.assert_allclose(W.grad, np.outer(X.sum(0), [2.0, 2.0]), rtol=1e-14)
+
+
+def test_float32_stays_float32(rng):
+    W = rng.standard_normal((4, 3)).astype(np.float32)
+    X = rng.standard_normal((5, 4)).astype(np.float32)
+    assert vmap(lambda x: ops.tanh(x @ W))(X).dtype == np.float32
+    per_example = vmap(grad(lambda W, x: ops.tanh(x @ W).sum()), in_axes=(None, 0))(W, X)
+    assert per_example.dtype == np.float32 and per_example.shape == (5, 4, 3)
