@@ -15,7 +15,7 @@ Like ``Dual``, a ``Batched`` value is a tracer with a ``tag`` (one per ``vmap`` 
 the next layer, see :func:`autodiff_lab.primitives.bind`). Reverse mode inside ``vmap``
 (per-example gradients, ``vmap(grad(loss), in_axes=(None, 0, 0))``) records the graph of
 the whole batch with batched leaves, so each example's gradient stays its own
-(:func:`batched_reverse`).
+(``autodiff_lab.functional._batched_reverse``, with :func:`lift` and :func:`wrap`).
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ class Batched(BatchedArray, ArrayMethods):
         for value in params.values():
             if _holds_batch(value):
                 raise NotImplementedError(
-                    f"vmap {prim.name}: a batched parameter (e.g. an index that differs "
-                    "per example) is not supported; index with one-hot products instead"
+                    f"vmap {prim.name}: a parameter that differs per example (here "
+                    f"{list(params)}) is not supported; only the inputs may be batched"
                 )
         out = prim.batch(args, batched, **params)
         (size,) = sizes

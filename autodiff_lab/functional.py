@@ -316,14 +316,12 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
     nums = list(nums)
     levels = batch_levels(args)
     while True:  # (run again if f closes over the batches of other vmap calls)
+        raws = [lift(args[i], levels) for i in nums]  # the whole batch of each argument
+        nested = _ReverseNesting.depth > 0 or any(is_node(raw) for raw in raws)
+        leaves = [_leaf(raw if isinstance(raw, Traced) else np.asarray(raw)) for raw in raws]
         call_args = list(args)
-        leaves = []
-        for i in nums:
-            raw = lift(args[i], levels)
-            leaf = _leaf(raw if isinstance(raw, Traced) else np.asarray(raw))  # (ints: float64)
-            leaves.append(leaf)
+        for i, leaf in zip(nums, leaves, strict=True):
             call_args[i] = wrap(leaf, levels)
-        nested = _ReverseNesting.depth > 0 or any(is_node(lift(args[i], levels)) for i in nums)
         with _running_reverse:
             out = f(*call_args)
         if kind == "vjp":
