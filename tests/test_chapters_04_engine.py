@@ -59,13 +59,17 @@ def _run(namespace: dict, cell: dict, name: str) -> None:
     exec(compile(cell_source(cell), f"{CH04.name}:{name}", "exec"), namespace)  # noqa: S102
 
 
-@pytest.fixture(scope="module")
-def engine() -> dict:
+def _fresh_engine() -> dict:
     """The namespace left by running the finished engine's cells (and nothing else)."""
     namespace: dict = {"np": np}
     for first_line, marker in ENGINE:
         _run(namespace, _cell(first_line, marker), first_line)
     return namespace
+
+
+@pytest.fixture(scope="module")
+def engine() -> dict:
+    return _fresh_engine()
 
 
 def _numeric_gradient(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:
@@ -297,6 +301,23 @@ def test_the_engine_is_about_120_lines():
     lines = sum(1 for c in cells for line in cell_source(c).splitlines() if line.strip())
     assert 110 <= lines <= 130, lines
     assert "about 120 lines" in cell_source(notebook_cells(CH04)[0])
+
+
+def test_the_your_turn_answer_works(rng):
+    """The answer hidden under "Your turn" (tanh and subtraction) runs on the engine and
+    prints the verdict it promises; its tanh matches the closed form."""
+    text = markdown_text(CH04)
+    turn = text[text.index("**Your turn.**") :]
+    code = re.search(r"```python\n(.*?)```", turn, re.S).group(1)
+    namespace = _fresh_engine()  # the answer adds methods to Tensor: not the shared one
+    namespace["rng"] = rng
+    _run(namespace, _cell("def numeric_gradient(fn, X, h=1e-6):"), "numeric_gradient")
+    output: list[str] = []
+    namespace["print"] = lambda *args: output.append(" ".join(map(str, args)))
+    exec(compile(code, "your turn", "exec"), namespace)  # noqa: S102
+    assert output == ["matches finite differences: True"]
+    x0 = namespace["x0"]
+    np.testing.assert_allclose(namespace["x"].grad, 1 - np.tanh(x0) ** 2 - 2 * x0, rtol=1e-12)
 
 
 # --- what the text says about chapter 03 ------------------------------------------------------
