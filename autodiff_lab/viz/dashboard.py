@@ -438,6 +438,16 @@ class TrainingDashboard(widgets.VBox):
     def _describe_start(self):
         self.start_button.tooltip = self.start_hint()
         self.status.value = self._status_html()
+        self.image.tooltip = self.alt_text()  # the picture's text alternative (img title)
+
+    def alt_text(self) -> str:
+        """The picture in words: its three panels and the current numbers."""
+        state = self._summary().replace("TrainingDashboard: ", "")
+        return (
+            "Three panels: the decision boundary over the plane with the training points "
+            "coloured by class; the loss and accuracy curves by step; the gradient norm of "
+            f"each layer's weights by step (log scale). Now: {state}."
+        )
 
     def _status_html(self) -> str:
         text = self._summary().replace("TrainingDashboard: ", "")

@@ -73,6 +73,10 @@ class _PlotWidget(widgets.VBox):
     def __repr__(self) -> str:
         return f"<{self._summary()}>"
 
+    def alt_text(self) -> str:
+        """The plot in words: what it shows and its key numbers (its text alternative)."""
+        return f"Plot: {self._summary()}"
+
 
 def _powers_of_ten(ax, axis: str, every: int = 2):
     """Log-axis ticks at every ``every``-th power of ten, labelled 1e-8 (no math text)."""
@@ -189,6 +193,7 @@ class FiniteDifferenceExplorer(_PlotWidget):
             f"error {ef:.1e} at h = {hf:.0e}; best central difference: error {ec:.1e} at "
             f"h = {hc:.0e}. Smaller h is <i>not</i> better.</div>"
         )
+        self.image.tooltip = self.alt_text()  # the plot's text alternative (the img's title)
 
     def _draw(self, fig):
         ax = fig.add_subplot(1, 1, 1)
@@ -219,6 +224,16 @@ class FiniteDifferenceExplorer(_PlotWidget):
         ax.set_title(f"Finite differences at x = {self.x:.3f}: f'(x) = {self.exact_derivative:.6g}")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+
+    def alt_text(self) -> str:
+        """The plot in words: the axes, the curves and where each difference is best."""
+        (hf, ef), (hc, ec) = self.best["forward"], self.best["central"]
+        return (
+            f"Log-log plot of |estimate − exact| against the step h (1 down to 1e-16) at "
+            f"x = {self.x:.3f}: the forward difference is best at h = {hf:.0e} (error "
+            f"{ef:.1e}), the central difference at h = {hc:.0e} (error {ec:.1e}); both errors "
+            "grow again for smaller h (round-off), while autodiff stays at rounding level."
+        )
 
     def _summary(self) -> str:
         return (
@@ -401,6 +416,7 @@ class CostExplorer(_PlotWidget):
             "~n), the one-pass curves like n; the constant per operation differs between "
             "the two engines.</div>"
         )
+        self.image.tooltip = self.alt_text()  # the plot's text alternative (the img's title)
 
     def _draw(self, fig):
         from matplotlib.ticker import NullLocator

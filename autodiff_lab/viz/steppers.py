@@ -27,6 +27,8 @@ import bisect
 import html as html_lib
 import inspect
 import numbers
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,11 +155,14 @@ class _Stepper(widgets.VBox):
         self.back_button = widgets.Button(description="◀ step back", tooltip="previous step")
         self.step_button = widgets.Button(description="step ▶", tooltip="next step")
         self.reset_button = widgets.Button(description="⟲ reset", tooltip="back to step 0")
-        self.play = widgets.Play(
-            value=0, min=0, max=len(events), step=1, interval=900, show_repeat=False
+        # A named toggle (not ipywidgets' Play, whose icon-only buttons have no accessible
+        # name): the kernel steps every `play_interval` seconds until the end or a press.
+        self.play_button = widgets.ToggleButton(
+            value=False, description="▶ play", tooltip="play the steps one by one (press to pause)"
         )
-        widgets.jslink((self.play, "value"), (self.slider, "value"))
-        for button in (self.back_button, self.step_button, self.reset_button):
+        self.play_interval = 0.9
+        self.play_button.observe(self._on_play, names="value")
+        for button in (self.back_button, self.step_button, self.reset_button, self.play_button):
             button.layout = widgets.Layout(width="auto")
         self.back_button.on_click(lambda _: self.back())
         self.step_button.on_click(lambda _: self.step())
@@ -167,7 +172,7 @@ class _Stepper(widgets.VBox):
         self._layout = self._make_layout()
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
         controls = widgets.HBox(
-            [self.reset_button, self.back_button, self.play, self.step_button, self.slider]
+            [self.reset_button, self.back_button, self.play_button, self.step_button, self.slider]
         )
         super().__init__([controls, self.html])
         self._show(0)
@@ -190,6 +195,23 @@ class _Stepper(widgets.VBox):
     def reset(self):
         """Go back to step 0."""
         self.slider.value = 0
+
+    def _on_play(self, change) -> None:
+        """The play toggle: start stepping in the background (from 0 when at the end)."""
+        if not change["new"]:
+            self.play_button.description = "▶ play"
+            return
+        if self.slider.value >= self.slider.max:
+            self.slider.value = 0
+        self.play_button.description = "⏸ pause"
+        threading.Thread(target=self._play_steps, daemon=True).start()
+
+    def _play_steps(self) -> None:
+        while self.play_button.value and self.slider.value < self.slider.max:
+            time.sleep(self.play_interval)
+            if self.play_button.value:
+                self.step()
+        self.play_button.value = False
 
     @property
     def current(self):
