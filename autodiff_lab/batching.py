@@ -203,6 +203,19 @@ def _take_per_example(x: Any, index: Any) -> Batched:
     return Batched(P.bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
 
 
+def cross_entropy_per_example(logits: Any, targets: Batched) -> Any:
+    """``cross_entropy(logits, targets)`` inside ``vmap`` with labels that differ per
+    example: ``−mean_n log softmax(z_n)[y_n]``, the labels picked by :func:`_take_per_example`."""
+    n = ops.shape(logits)[0]
+    if targets.shape != (n,):
+        raise ValueError(
+            f"cross_entropy: targets must be {n} integer class indices per example, got "
+            f"shape {targets.shape}"
+        )
+    picked = _take_per_example(ops.log_softmax(logits, -1), (np.arange(n), targets))
+    return -picked.mean()
+
+
 def _map_plain(fn: Callable, val: Any) -> Any:
     """``fn`` on a plain array, or on the plain array inside the batches of outer calls."""
     if isinstance(val, Batched):

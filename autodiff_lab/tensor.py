@@ -243,9 +243,13 @@ def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
     Gradient: (softmax(logits) - onehot(targets)) / N. Forward-mode ``Dual`` logits work too.
     """
     logits = logits if isinstance(logits, Traced) else Tensor(logits)
-    targets = np.asarray(_data_of(targets))
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy: logits must have shape (N, C), got {logits.shape}")
+    if is_tracer(targets):  # vmap: labels that differ from example to example
+        from .batching import cross_entropy_per_example
+
+        return cross_entropy_per_example(logits, targets)
+    targets = np.asarray(_data_of(targets))
     if targets.shape != (logits.shape[0],) or targets.dtype.kind not in "iu":
         raise ValueError(
             f"cross_entropy: targets must be {logits.shape[0]} integer class indices, got "

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from primitive_cases import CASES
 
-from autodiff_lab import Tensor, concatenate, ops, stack
+from autodiff_lab import Tensor, concatenate, cross_entropy, ops, stack
 from autodiff_lab.functional import (
     grad,
     jacfwd,
@@ -302,6 +302,37 @@ def test_an_index_that_differs_per_example(rng, torch):
         return ops.log_softmax(z)[np.arange(6), labels].mean()
 
     np.testing.assert_allclose(vmap(mean_logp)(Z, Y), [mean_logp(*e) for e in zip(Z, Y)])
+
+
+def test_cross_entropy_with_labels_per_example(rng, torch):
+    """cross_entropy inside vmap: one example (logits[None], y[None]) or a small batch of
+    its own per example; per-example gradients against a loop and torch.func."""
+    W, X = rng.standard_normal((4, 3)), rng.standard_normal((6, 4))
+    y = rng.integers(0, 3, size=6)
+
+    def loss(W, x, y):
+        return cross_entropy((x @ W)[None], y[None])
+
+    got = vmap(grad(loss), in_axes=(None, 0, 0))(W, X, y)
+    np.testing.assert_allclose(got, np.stack([grad(loss)(W, *e) for e in zip(X, y)]), rtol=1e-14)
+    F = torch.nn.functional
+    theirs = torch.func.vmap(
+        torch.func.grad(lambda W, x, y: F.cross_entropy((x @ W)[None], y[None])),
+        in_dims=(None, 0, 0),
+    )(torch.tensor(W), torch.tensor(X), torch.tensor(y))
+    np.testing.assert_allclose(got, theirs.numpy(), rtol=1e-10, atol=1e-12)
+    XB, YB = rng.standard_normal((5, 2, 4)), rng.integers(0, 3, size=(5, 2))
+
+    def batch_loss(W, x, y):
+        return cross_entropy(x @ W, y)
+
+    got = vmap(grad(batch_loss), in_axes=(None, 0, 0))(W, XB, YB)
+    want = np.stack([grad(batch_loss)(W, *e) for e in zip(XB, YB)])
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    shared = vmap(batch_loss, in_axes=(None, 0, None))(W, XB, YB[0])  # the same labels
+    np.testing.assert_allclose(shared, [batch_loss(W, x, YB[0]).item() for x in XB], rtol=1e-14)
+    with pytest.raises(ValueError, match="2 integer class indices per example, got shape"):
+        vmap(batch_loss, in_axes=(None, 0, 0))(W, XB, YB[:, :1])
 
 
 def test_batched_masks_and_data_dependent_ops(rng):
