@@ -16,8 +16,9 @@ The widget shows
    for every segment count up to the slider's, as a plot (the current ``k`` marked);
 3. a caption with the counts (exact) and the measurements (this machine, this run).
 
-Memory falls like ``k + n/k`` arrays (boundaries + one segment's graph), lowest near
-``k = √n``; the steps run twice, ``n - ⌈n/k⌉``, grow with ``k``, and so does the time.
+Memory follows ``k + 3n/k`` arrays up to a constant factor (the boundaries, plus segment
+graphs of three arrays per step), lowest near ``k = √(3n)`` (``k = 4`` or ``8`` for ``n = 16``);
+the steps run twice, ``n - ⌈n/k⌉``, grow with ``k``, and so does the time.
 
 Headless use::
 
