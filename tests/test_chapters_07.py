@@ -143,8 +143,10 @@ def test_checkpointing_trade_off_as_plotted():
     # "memory follows k + 3n/k arrays up to a constant factor, measured between 2 and 3"
     for k in (10, 20, 40, 100):
         assert 1.8 < peaks[k] / X0.nbytes / (k + 3 * n / k) < 3.2, (k, peaks[k] / X0.nbytes)
-    t1 = best_time(lambda: gradient_with_checkpoint(X0, n, 1))
-    t400 = best_time(lambda: gradient_with_checkpoint(X0, n, 400))
+    t1 = t400 = math.inf
+    for _ in range(5):  # interleaved, so that a busy moment of the machine hits both
+        t1 = min(t1, best_time(lambda: gradient_with_checkpoint(X0, n, 1), repeats=1))
+        t400 = min(t400, best_time(lambda: gradient_with_checkpoint(X0, n, 400), repeats=1))
     # "from one forward pass plus the backward pass towards two forward passes plus it"
     assert 1.15 * t1 < t400 < 3.0 * t1, (t1, t400)
 
