@@ -117,8 +117,12 @@ def test_measured_memory_falls_towards_sqrt_n_segments(explorer):
 
 def test_measured_time_grows_with_recomputation(explorer):
     seconds = {k: r["seconds"] for k, r in explorer.results.items()}
+    t1, t16 = seconds[1], seconds[16]
+    for _ in range(3):  # measured again, interleaved: a busy moment hits both
+        t1 = min(t1, explorer.measure(1)["seconds"])
+        t16 = min(t16, explorer.measure(16)["seconds"])
     # 16 segments run 15 of 16 steps twice: clearly slower than plain backprop
-    assert seconds[16] > 1.3 * seconds[1]
+    assert t16 > 1.3 * t1, (t1, t16)
 
 
 def test_static_fallback_is_the_drawing_without_measurements(explorer):
