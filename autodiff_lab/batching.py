@@ -329,6 +329,11 @@ def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
         primal = _unbatch_output(out.primal, out_axes, tag, size)
         tangent = _unbatch_output(out.tangent, out_axes, tag, size)
         return Dual(primal, tangent, out.tag)
+    if isinstance(out, Batched) and out.tag != tag and _holds_tag(out.val, tag):
+        # another vmap's batch around ours (a batch of gradients, each a batch of rows):
+        # take ours out of its examples, whose axis 0 is that batch's own
+        inner_axes = out_axes + 1 if isinstance(out_axes, int) and out_axes >= 0 else out_axes
+        return Batched(_unbatch_output(out.val, inner_axes, tag, size), out.tag)
     if isinstance(out, Batched) and out.tag == tag:
         if out_axes is None:
             raise ValueError(
@@ -348,6 +353,15 @@ def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
             f"vmap: out_axes={out_axes!r} is out of range for an output with {ndim} axes"
         )
     return move_axis(val, 0, out_axes % ndim)
+
+
+def _holds_tag(x: Any, tag: int) -> bool:
+    """Whether the batch of call ``tag`` is inside ``x`` (under other batches or duals)."""
+    while isinstance(x, Batched | Dual):
+        if isinstance(x, Batched) and x.tag == tag:
+            return True
+        x = x.val if isinstance(x, Batched) else x.primal
+    return False
 
 
 # --- reverse mode inside vmap --------------------------------------------------------------

@@ -344,7 +344,7 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
                     f"vjp: cotangent has shape {np.shape(_raw(seed))[len(sizes) :]} per "
                     f"example, but f's output has shape {np.shape(_raw(out_raw))[len(sizes) :]}"
                 )
-            if nested and not is_node(seed):
+            if nested and not isinstance(seed, Traced):
                 seed = Tensor(seed)
             grads = _pull_back(out_raw, leaves, seed, nested)
             return tuple(wrap(g, levels) for g in grads)
@@ -475,6 +475,8 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     """
 
     def jacrev_f(*args):
+        if has_batch(args):  # inside vmap: a batch of unit cotangents through each vjp
+            return _jacrev_in_vmap(f, args, argnums)
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
         args = list(args)
@@ -485,10 +487,8 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
             return row if nested else float(_raw(row))
-        if has_batch([out]):
-            raise NotImplementedError(
-                "jacrev inside vmap is not supported; use vmap(jacfwd(f, vectorize=True))"
-            )
+        if has_batch([out]):  # f closes over a vmap batch
+            return _jacrev_in_vmap(f, args, argnums)
         if not isinstance(out, Tensor):
             out = Tensor(_raw(out)) if not nested or not is_node(out) else out
         leaf_shape = np.shape(_raw(leaf))
@@ -517,6 +517,22 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     return jacrev_f
 
 
+def _jacrev_in_vmap(f: Callable, args: Sequence, argnums: int) -> Any:
+    """:func:`jacrev` inside ``vmap``: each example's vjp (one graph for the whole batch),
+    with the unit cotangents pushed through it as a second, inner batch."""
+
+    def f_of_x(x):
+        return f(*args[:argnums], x, *args[argnums + 1 :])
+
+    x = args[argnums]
+    out, vjp_fn = vjp(f_of_x, x)
+    out_shape = out.shape if isinstance(out, Batched) else np.shape(_raw(out))
+    x_shape = x.shape if isinstance(x, Batched) else np.shape(_raw(x))
+    n = int(np.prod(out_shape, dtype=np.int64))
+    (rows,) = vmap(vjp_fn)(np.eye(n).reshape((n, *out_shape)))
+    return ops.reshape(rows, tuple(out_shape) + tuple(x_shape))
+
+
 HESSIAN_MODES = ("fwd-rev", "rev-rev")
 
 
@@ -539,7 +555,7 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
 
     def hessian_f(*args):
         x = args[argnums]
-        if _has_dual(args) or is_node(x) or _ReverseNesting.depth > 0:
+        if _has_dual(args) or is_node(x) or has_batch(args) or _ReverseNesting.depth > 0:
             return columns_by_jvp(*args)  # nested inside another transformation
         # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
         x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)

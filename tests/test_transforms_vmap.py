@@ -21,6 +21,7 @@ from primitive_cases import CASES
 from autodiff_lab import Tensor, concatenate, cross_entropy, ops, stack
 from autodiff_lab.functional import (
     grad,
+    hessian,
     jacfwd,
     jacrev,
     jvp,
@@ -401,6 +402,40 @@ def test_vectorized_jacobians_of_matrices_scalars_and_hessians(rng, torch):
     )
 
 
+def test_jacobians_and_hessians_per_example(rng, torch):
+    """vmap(jacrev(f)) (loop or vectorized rows), with the batch as argument or closure,
+    and per-example Hessians by reverse over reverse, against loops and torch.func."""
+    W, X = rng.standard_normal((4, 3)), rng.standard_normal((5, 4))
+
+    def f(x):
+        return ops.sin(x @ W)
+
+    loop = np.stack([jacfwd(f)(x) for x in X])
+    for vectorize in (False, True):
+        np.testing.assert_allclose(vmap(jacrev(f, vectorize=vectorize))(X), loop, rtol=1e-14)
+    np.testing.assert_allclose(vmap(jacrev(f), out_axes=2)(X), np.moveaxis(loop, 0, 2), rtol=1e-14)
+
+    def by_weights(x):  # the batch reaches jacrev through a closure
+        return jacrev(lambda W: ops.sin(x @ W))(W)
+
+    np.testing.assert_allclose(
+        vmap(by_weights)(X),
+        np.stack([jacfwd(ops.sin)(x @ W)[:, :, None] * x[None, None, :] for x in X]).transpose(
+            0, 1, 3, 2
+        ),
+        rtol=1e-14,
+    )
+
+    def g(x):
+        return (ops.tanh(x) ** 3).sum()
+
+    theirs = torch.func.vmap(torch.func.hessian(lambda x: (torch.tanh(x) ** 3).sum()))(
+        torch.tensor(X)
+    ).numpy()
+    for per_example in (jacrev(jacrev(g)), jacrev(grad(g)), hessian(g, mode="rev-rev")):
+        np.testing.assert_allclose(vmap(per_example)(X), theirs, rtol=1e-10, atol=1e-12)
+
+
 # --- errors ------------------------------------------------------------------------------
 
 
@@ -428,6 +463,8 @@ def test_clear_errors(rng):
         vmap(lambda x: x @ np.ones((3, 2)))(X)
     with pytest.raises(ValueError, match=r"scalar \(one number\) per example, got shape \(4,\)"):
         vmap(grad(lambda x: x * 2))(X)
+    with pytest.raises(NotImplementedError, match="forward over reverse mode inside vmap"):
+        vmap(hessian(lambda x: (x * x).sum()))(X)
     with pytest.raises(TypeError, match="no single truth value"):
         vmap(lambda x: x if x.sum() > 0 else -x)(X)
     with pytest.raises(NotImplementedError, match="integers and integer arrays only"):
