@@ -133,7 +133,25 @@ html, body { margin: 0; height: 100%; background: #fff; }
 math[display="block"] { display: block; margin: 0.6em 0; font-size: 1.15em; }
 body.show-notes aside.notes { display: block; border-left: 4px solid #e0a000;
   background: #fff8e1; padding: 4px 12px; margin-top: 16px; }
-.reveal pre { overflow-x: auto; }
+/* long code lines wrap instead of scrolling: nothing is cut off and no region needs
+   keyboard scrolling (WCAG 2.1.1) */
+.reveal pre { white-space: pre-wrap; overflow-wrap: anywhere; overflow-x: visible; }
+/* text contrast at least 4.5:1 on the code and page backgrounds (WCAG 1.4.3): darker
+   shades of the JupyterLab theme's prompt and syntax colours */
+.jp-InputPrompt { color: #1f5f99 !important; opacity: 1 !important; }
+.jp-OutputPrompt { color: #9c3f22 !important; opacity: 1 !important; }
+/* links look like links without relying on colour (WCAG 1.4.1) */
+.reveal a, .jp-RenderedHTMLCommon a { text-decoration: underline !important; }
+.highlight .c, .highlight .c1, .highlight .cm, .highlight .ch, .highlight .cs,
+.highlight .cp, .highlight .cpf { color: #2e6363 !important; }
+.highlight .m, .highlight .mf, .highlight .mi, .highlight .mh, .highlight .mo,
+.highlight .mb, .highlight .il { color: #1e6b1e !important; }
+.highlight .o, .highlight .ow { color: #7a1fa2 !important; }
+.highlight .k, .highlight .kn, .highlight .kc, .highlight .kd, .highlight .kr,
+.highlight .kp, .highlight .nb, .highlight .bp { color: #0b6b0b !important; }
+.highlight .s, .highlight .s1, .highlight .s2, .highlight .sa, .highlight .se,
+.highlight .sd, .highlight .si { color: #a31515 !important; }
+.highlight .nf, .highlight .nc, .highlight .nn { color: #1a4f9c !important; }
 .reveal section svg, .reveal section img { max-width: 100%; height: auto; }
 :root { --jp-code-font-size: 16px; --jp-content-font-size1: 18px; }
 #offline-counter { position: fixed; right: 16px; bottom: 12px; font: 16px sans-serif;

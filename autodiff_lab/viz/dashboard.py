@@ -47,6 +47,7 @@ from .. import data as _data
 from .. import nn, optim
 from ..graph import no_grad
 from ..tensor import Tensor, cross_entropy
+from .explorers import AltImage
 from .render import png_img_tag, static_fallback
 
 #: Okabe–Ito colours (safe for the common colour-vision deficiencies), one per class.
@@ -154,9 +155,7 @@ class TrainingDashboard(widgets.VBox):
         )
         self.status = widgets.HTML()
         # the picture shrinks with the panel (never wider than it), keeping its proportions
-        self.image = widgets.Image(
-            format="png", layout=widgets.Layout(max_width="100%", height="auto")
-        )
+        self.image = AltImage(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
 
         self.start_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 import numpy as np
+from traitlets import Unicode
 
 from .. import ops
 from ..dual import Dual
@@ -58,6 +59,19 @@ def figure_png(
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", facecolor="white", metadata={"Software": None})
     return buffer.getvalue()
+
+
+class AltImage(widgets.Image):
+    """A ``widgets.Image`` whose ``tooltip`` is its text alternative (the ``<img>``'s title).
+
+    ipywidgets 8.1 gives an Image no ``alt`` and its view reads ``model.description`` to
+    decide whether to show the tooltip as a title; an Image has no description, so setting a
+    tooltip on a plain Image breaks its view ("Could not create a view"). This subclass adds
+    an empty ``description`` to the synced state; the view then sets ``title`` from
+    ``tooltip``, which screen readers and axe's image-alt rule take as the image's name.
+    """
+
+    description = Unicode("").tag(sync=True)
 
 
 class _PlotWidget(widgets.VBox):
@@ -148,7 +162,7 @@ class FiniteDifferenceExplorer(_PlotWidget):
             readout_format=".3f",
             layout=widgets.Layout(width="420px"),
         )
-        self.image = widgets.Image(format="png")
+        self.image = AltImage(format="png")
         self.caption = widgets.HTML()
         self.slider.observe(lambda change: self.update(), names="value")
         super().__init__([self.slider, self.caption, self.image])
@@ -361,7 +375,7 @@ class CostExplorer(_PlotWidget):
         self.measure_button.on_click(lambda _: self.measure())
         self.slider.observe(lambda change: self.measure(), names="value")
         self.caption = widgets.HTML()
-        self.image = widgets.Image(format="png")
+        self.image = AltImage(format="png")
         super().__init__(
             [widgets.HBox([self.slider, self.measure_button]), self.caption, self.image]
         )

@@ -98,4 +98,4 @@ def set_theme(page, theme: str) -> None:
     """Switch JupyterLab's theme ('JupyterLab Light' / 'JupyterLab Dark') and wait for it."""
     page.evaluate(THEME_JS, theme)
     light = "true" if "Light" in theme else "false"
-    page.wait_for_selector(f"body[data-jp-theme-light='{light}']")
+    page.wait_for_selector(f"body[data-jp-theme-light='{light}']", state="attached")
