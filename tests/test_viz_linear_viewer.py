@@ -168,3 +168,18 @@ def test_side_by_side_shows_both_directions_as_captioned_images(view):
     assert html.count("<img") == 2 and html.count("<figcaption") == 2
     assert html.index("linear graph of the jvp") < html.index("the same graph transposed")
     assert "display:flex" in html and "flex-wrap:wrap" in html
+
+
+def test_the_tangent_menu_picks_a_column_of_the_jacobian():
+    viewer = LinearizeViewer(f, X, Y, tangents=(TX, TY), cotangent=CT)
+    assert isinstance(viewer.tangent, widgets.Dropdown)  # a <select>: keyboard operable
+    viewer.tangent.value = 1  # only y moves: J t = d(xy + sin x)/dy = x
+    assert viewer.view.tangents == (0.0, 1.0)
+    assert viewer.view.jvp_out == pytest.approx(X, rel=1e-15)
+    assert f"J t = {X:.4f}" in viewer.html.value
+    viewer.tangent.value = 0  # only x moves: y + cos x
+    assert viewer.view.jvp_out == pytest.approx(Y + math.cos(X), rel=1e-15)
+    viewer.tangent.value = -1  # back to the tangent given
+    assert viewer.view.jvp_out == pytest.approx(Y * TX + X * TY + math.cos(X) * TX)
+    dx, dy = viewer.view.vjp_out  # the transpose does not depend on the tangent
+    assert (dx, dy) == pytest.approx((CT * (Y + math.cos(X)), CT * X), rel=1e-15)

@@ -324,10 +324,13 @@ class LinearizeViewer(widgets.VBox):
     ``primals`` (:func:`~autodiff_lab.linear.linearize`) and draws the linear graph. The
     toggle switches between the **jvp** direction (tangents pushed forward, the value on
     each edge) and the **vjp** direction (the edges reversed, each operation replaced by
-    its transpose, the share of the cotangent on each edge). Below the picture a table
-    lists every node's value. ``large``: lecture fonts. Drive it from Python too::
+    its transpose, the share of the cotangent on each edge). A menu picks the tangent
+    pushed forward: the one given, or one primal moving alone (ones in it, zeros in the
+    others: that column block of J). Below the picture a table lists every node's value.
+    ``large``: lecture fonts. Drive it from Python too::
 
         viewer.direction.value = "vjp"
+        viewer.tangent.value = 1   # only the second primal moves
         viewer.view.vjp_out        # Jᵀ ct, one per primal
     """
 
@@ -341,7 +344,16 @@ class LinearizeViewer(widgets.VBox):
         large: bool = False,
     ):
         self.view = LinearView(f, primals, tangents=tangents, cotangent=cotangent, names=names)
+        self._given = self.view.tangents
         self.large = large
+        given = ", ".join(_text(t) for t in self._given)
+        self.tangent = widgets.Dropdown(
+            options=[(f"as given: ({given})", -1)]
+            + [(f"only {name} moves", k) for k, name in enumerate(self.view.names)],
+            value=-1,
+            description="tangent",
+            layout=widgets.Layout(width="auto"),
+        )
         self.direction = widgets.ToggleButtons(
             options=[("jvp: push a tangent forward", "jvp"),
                      ("vjp: the transpose, pull a cotangent back", "vjp")],
@@ -353,7 +365,22 @@ class LinearizeViewer(widgets.VBox):
         )  # fmt: skip
         self.html = widgets.HTML()
         self.direction.observe(lambda change: self._show(), names="value")
-        super().__init__([self.direction, self.html])
+        self.tangent.observe(lambda change: self._retangent(change["new"]), names="value")
+        super().__init__([widgets.HBox([self.direction, self.tangent]), self.html])
+        self._show()
+
+    def _retangent(self, choice: int) -> None:
+        """Linearize again with the chosen tangent (-1: the one given; k: primal k alone)."""
+        v = self.view
+        if choice == -1:
+            tangents = self._given
+        else:
+            tangents = tuple(
+                _ones_like(p) if i == choice else _zeros_like(p) for i, p in enumerate(v.primals)
+            )
+        self.view = LinearView(
+            v.f, v.primals, tangents=tangents, cotangent=v.cotangent, names=v.names
+        )
         self._show()
 
     def _show(self) -> None:
@@ -459,6 +486,12 @@ def _ones_like(x: Any) -> Any:
     if isinstance(x, numbers.Real):
         return 1.0
     return np.ones(np.shape(x))
+
+
+def _zeros_like(x: Any) -> Any:
+    if isinstance(x, numbers.Real):
+        return 0.0
+    return np.zeros(np.shape(x))
 
 
 def _parameter_names(f: Callable, n: int) -> tuple[str, ...]:
