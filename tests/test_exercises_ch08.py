@@ -260,3 +260,15 @@ def test_solution_notebook_shows_full_marks_for_every_exercise():
         assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
         card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
         assert card is not None and "PASSED" in card.splitlines()[0], card
+
+
+def test_batch_sum_reference_agrees_with_the_librarys_vmap_on_every_case():
+    """The loop reference and the engine's batching rule (vmap with the case's batch axis)."""
+    from autodiff_lab import Tensor
+    from autodiff_lab.functional import vmap
+
+    for case in ch08.BATCH_SUM.cases(np.random.default_rng(7)):
+        x, bdim, axis = case.inputs
+        got = vmap(lambda e, axis=axis: e.sum(axis=axis), in_axes=bdim)(Tensor(np.asarray(x)))
+        expected = ch08._batch_sum_reference(case.inputs)
+        np.testing.assert_allclose(got.data, expected["values"], rtol=1e-14, err_msg=case.name)
