@@ -272,3 +272,38 @@ def test_batch_sum_reference_agrees_with_the_librarys_vmap_on_every_case():
         got = vmap(lambda e, axis=axis: e.sum(axis=axis), in_axes=bdim)(Tensor(np.asarray(x)))
         expected = ch08._batch_sum_reference(case.inputs)
         np.testing.assert_allclose(got.data, expected["values"], rtol=1e-14, err_msg=case.name)
+
+
+def _program_as_function(program, names):
+    """The linear program as a Python function of its inputs (for the library's transpose)."""
+
+    def f(*xs):
+        env = dict(zip(names, xs, strict=True))
+        for op, out, *args in program:
+            if op == "scale":
+                env[out] = args[1] * env[args[0]]
+            elif op in ("add", "sub"):
+                a, b = env[args[0]], env[args[1]]
+                env[out] = a + b if op == "add" else a - b
+            elif op == "neg":
+                env[out] = -env[args[0]]
+            elif op == "matvec":
+                env[out] = np.asarray(args[0]) @ env[args[1]]
+            else:
+                env[out] = env[args[0]][args[1] : args[2]]
+        return env[program[-1][1]]
+
+    return f
+
+
+def test_transpose_reference_agrees_with_the_librarys_linear_transpose():
+    from autodiff_lab.functional import linear_transpose
+
+    for case in ch08.TRANSPOSE.cases(np.random.default_rng(11)):
+        program, sizes, ct = case.inputs
+        names = list(sizes)
+        f = _program_as_function(program, names)
+        got = linear_transpose(f, *(np.zeros(sizes[n]) for n in names))(np.asarray(ct, float))
+        expected = ch08.transpose_reference(case.inputs)
+        for name, g in zip(names, got, strict=True):
+            np.testing.assert_allclose(g, expected[name], rtol=1e-12, atol=1e-12)
