@@ -20,6 +20,7 @@ from svg_helpers import svg_boxes
 
 from autodiff_lab import Tensor, Value
 from autodiff_lab.viz import draw_graph, render
+from autodiff_lab.viz import drawing as drawing_module
 
 OP_CIRCLE = re.compile(r'<g id="(o\d+)" class="node op (\w+)">(.*?)</g>', re.S)
 pytestmark = pytest.mark.usefixtures("wasm_renderer")
@@ -333,3 +334,65 @@ def test_text_alternative_ids_are_distinct_per_graph_and_stable():
 def test_caption_is_in_the_description():
     drawing = draw_graph(small_graph()[3], title="tanh of a sum")
     assert svg_title_and_desc(drawing.svg)[1].startswith("Caption: tanh of a sum. Inputs on")
+
+
+# --- colours: colour-vision deficiencies and text contrast -------------------------------
+
+#: Machado, Oliveira & Fernandes (2009), severity 1.0: linear-RGB simulation matrices.
+DEUTERANOPIA = np.array(
+    [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+     [-0.011820, 0.042940, 0.968881]]
+)  # fmt: skip
+PROTANOPIA = np.array(
+    [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+     [-0.003882, -0.048116, 1.051998]]
+)  # fmt: skip
+
+
+def _linear_rgb(colour: str) -> np.ndarray:
+    c = np.array([int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)])
+    return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    """CIE L*a*b* (D65) of linear sRGB."""
+    to_xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                       [0.0193, 0.1192, 0.9505]])  # fmt: skip
+    xyz = to_xyz @ np.clip(rgb, 0, 1) / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _delta_e(a: str, b: str, simulate=None) -> float:
+    """CIE76 colour difference, optionally as seen with a simulated deficiency."""
+    la, lb = _linear_rgb(a), _linear_rgb(b)
+    if simulate is not None:
+        la, lb = simulate @ la, simulate @ lb
+    return float(np.linalg.norm(_lab(la) - _lab(lb)))
+
+
+def _contrast(a: str, b: str) -> float:
+    """WCAG 2.1 contrast ratio."""
+    lum = [float(np.dot([0.2126, 0.7152, 0.0722], _linear_rgb(c))) for c in (a, b)]
+    return (max(lum) + 0.05) / (min(lum) + 0.05)
+
+
+def test_the_active_fill_stands_out_with_every_common_colour_deficiency():
+    """The stepper's 'active' fill differs from every other fill by ΔE76 > 20 seen normally,
+    with deuteranopia and with protanopia (the old #F6C9A8 was 7.5 from the output's tint)."""
+    assert round(_delta_e("#F6C9A8", "#FBE6B8", DEUTERANOPIA), 1) == 7.5  # the finding
+    d = drawing_module
+    others = [d.FILL_INPUT, d.FILL_OUTPUT, d.FILL_VALUE, d.FILL_OP]
+    others += [d.FILL_PENDING, d.FILL_COLLAPSED]
+    for other in others:
+        for simulate in (None, DEUTERANOPIA, PROTANOPIA):
+            assert _delta_e(d.FILL_ACTIVE, other, simulate) > 20, other
+
+
+def test_every_text_colour_has_aa_contrast_on_its_fill():
+    d = drawing_module
+    for fill in (d.FILL_INPUT, d.FILL_OUTPUT, d.FILL_VALUE, d.FILL_OP, d.FILL_ACTIVE, "#FFFFFF"):
+        assert _contrast(d.INK, fill) >= 4.5, fill
+    assert _contrast(d.INK_PENDING, d.FILL_PENDING) >= 4.5
+    assert _contrast(d.INK, d.FILL_COLLAPSED) >= 4.5  # the collapsed box keeps the normal ink
+    assert _contrast(d.OKABE_ITO["blue"], "#FFFFFF") >= 4.5  # edge labels

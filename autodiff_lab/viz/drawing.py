@@ -53,11 +53,12 @@ FILL_INPUT = "#DCEFFB"  # sky blue tint: leaves (inputs, parameters)
 FILL_OUTPUT = "#FBE6B8"  # orange tint: the value the graph was drawn from
 FILL_VALUE = "#FFFFFF"  # intermediate values
 FILL_OP = "#FFF9D6"  # yellow tint: operations
-FILL_ACTIVE = "#F6C9A8"  # vermillion tint: the node whose rule runs now
+FILL_ACTIVE = "#E59470"  # vermillion tint: the node whose rule runs now (dark enough to
+#   stay apart from the output's orange tint under deuteranopia and protanopia)
 FILL_PENDING = "#F0F0F0"  # grey: not reached yet
 FILL_COLLAPSED = "#E6E6E6"
 INK = "#1A1A1A"
-INK_PENDING = "#8C8C8C"
+INK_PENDING = "#6B6B6B"  # greyed-out text, still 4.6:1 on FILL_PENDING (WCAG AA)
 #: Graphviz estimates text widths from Arial's metrics (no font files are needed); browsers
 #: draw it with Arial or a metric-compatible font (Liberation Sans), so text fits its box.
 FONT = "Arial"
