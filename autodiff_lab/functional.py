@@ -35,11 +35,13 @@ Transformations of chapter 08 (:mod:`autodiff_lab.linear`):
 - :func:`linear_transpose` runs that graph backwards, each op replaced by its transpose:
   the vjp, obtained from forward mode;
 - :func:`vmap` (:mod:`autodiff_lab.batching`) maps a function over a batch in one pass,
-  with one batching rule per primitive. It nests with itself, ``jvp``, ``vjp`` and
-  ``grad``: ``vmap(grad(loss), in_axes=(None, 0, 0))`` gives per-example gradients
-  (reverse mode inside ``vmap`` records the whole batch's graph from batched leaves,
-  :func:`_batched_reverse`); ``jacfwd``/``jacrev`` with ``vectorize=True`` are ``vmap``
-  over ``jvp``/``vjp`` instead of a Python loop.
+  with one batching rule per primitive. It nests with itself, ``jvp``, ``vjp``, ``grad``
+  and the Jacobians and Hessians built from them: ``vmap(grad(loss), in_axes=(None, 0,
+  0))`` gives per-example gradients, ``vmap(hessian(f))`` per-example Hessians (reverse
+  mode inside ``vmap`` records the whole batch's graph from batched leaves,
+  :func:`_batched_reverse`; forward over reverse replays it, :func:`_through_duals_batched`);
+  ``jacfwd``/``jacrev`` with ``vectorize=True`` are ``vmap`` over ``jvp``/``vjp``
+  instead of a Python loop.
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ def _leaf(x, *, scalar_as_value=True):
     if isinstance(x, Traced):  # (a vmap batch or a dual where a plain value must be)
         raise NotImplementedError(
             f"reverse mode cannot start from a {type(x).__name__} here: this nesting of "
-            "transformations (forward over reverse mode inside vmap) is not supported"
+            "transformations (e.g. jvp of vmap of grad) is not supported; apply jvp "
+            "inside vmap instead: vmap(lambda x, t: jvp(grad(f), (x,), (t,)))"
         )
     if scalar_as_value and isinstance(x, numbers.Real):
         return Value(float(x))
@@ -185,6 +188,9 @@ def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
     gradient).
     """
     args = list(args)
+    levels = batch_levels([a.primal if isinstance(a, Dual) else a for a in args])
+    if levels:  # inside vmap: the same, on the graph of the whole batch
+        return _through_duals_batched(transformed, args, differentiated, levels)
     substitutions = {}
     for i, a in enumerate(args):
         if isinstance(a, Dual):
@@ -194,6 +200,40 @@ def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
         elif i in differentiated:
             args[i] = _leaf(a)
     return replay(transformed(*args), substitutions)
+
+
+def _through_duals_batched(transformed: Callable, args: list, differentiated, levels):
+    """:func:`_through_duals` inside ``vmap`` (a per-example ``H v``): the leaves hold the
+    whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
+    it is replayed with duals of whole batches, and the results made batches again."""
+    substitutions = {}
+    for i, a in enumerate(args):
+        if isinstance(a, Dual):
+            if isinstance(a.primal, Dual):
+                raise NotImplementedError(
+                    "nested forward mode over reverse mode inside vmap is not supported"
+                )
+            primal = lift(a.primal, levels)
+            leaf = _leaf(primal if isinstance(primal, Traced) else np.asarray(primal))
+            substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
+            args[i] = wrap(leaf, levels)
+        elif i in differentiated:
+            whole = lift(a, levels)
+            args[i] = wrap(_leaf(whole if isinstance(whole, Traced) else np.asarray(whole)), levels)
+
+    def batches_again(x):
+        if isinstance(x, tuple | list):
+            return type(x)(batches_again(v) for v in x)
+        if isinstance(x, Dual):
+            return Dual(wrap(x.primal, levels), wrap(x.tangent, levels), x.tag)
+        return wrap(x, levels)
+
+    def whole_batch(x):
+        if isinstance(x, tuple | list):
+            return type(x)(whole_batch(v) for v in x)
+        return lift(x, levels)
+
+    return batches_again(replay(whole_batch(transformed(*args)), substitutions))
 
 
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
@@ -426,6 +466,8 @@ def _stack_last(columns):
     """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
     if any(is_node(c) for c in columns):
         return stack([c if is_node(c) else Tensor(c) for c in columns], axis=-1)
+    if has_batch(columns):  # inside vmap
+        return stack(columns, axis=-1)
     return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
 
 
@@ -589,7 +631,7 @@ def _from_columns(out, columns: list, x_shape: tuple):
     """The Jacobian of shape ``out.shape + x.shape`` from its columns."""
     if not x_shape:  # a scalar input: the Jacobian is the one column
         column = columns[0]
-        return column if is_node(column) else np.asarray(column, dtype=float)[()]
+        return column if isinstance(column, Traced) else np.asarray(column, dtype=float)[()]
     if not columns:
         return np.zeros(np.shape(_raw(out)) + x_shape)
     return _stack_last(columns).reshape(np.shape(_raw(out)) + x_shape)
@@ -616,7 +658,7 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
     Either way the cost is a small constant times one evaluation of ``f``, whatever the
     size of ``x``; forming ``H`` first would take ``x.size`` passes.
     """
-    if not is_node(x) and not isinstance(x, Dual):
+    if not isinstance(x, Traced):
         x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
     v_raw = _raw(v)
     if np.shape(v_raw) != np.shape(_raw(innermost(x))):
@@ -625,7 +667,7 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
             f"{np.shape(_raw(innermost(x)))}; they must match"
         )
     if mode == "fwd-rev":
-        if not is_node(v) and not isinstance(v, Dual):
+        if not isinstance(v, Traced):
             v = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
         return jvp(grad(f), (x,), (v,))[1]
     if mode == "rev-rev":

@@ -22,6 +22,7 @@ from autodiff_lab import Tensor, concatenate, cross_entropy, ops, stack
 from autodiff_lab.functional import (
     grad,
     hessian,
+    hvp,
     jacfwd,
     jacrev,
     jvp,
@@ -432,8 +433,38 @@ def test_jacobians_and_hessians_per_example(rng, torch):
     theirs = torch.func.vmap(torch.func.hessian(lambda x: (torch.tanh(x) ** 3).sum()))(
         torch.tensor(X)
     ).numpy()
-    for per_example in (jacrev(jacrev(g)), jacrev(grad(g)), hessian(g, mode="rev-rev")):
+    for per_example in (
+        jacrev(jacrev(g)),
+        jacrev(grad(g)),
+        hessian(g, mode="rev-rev"),
+        hessian(g),  # forward over reverse: the batch's gradient graph replayed with duals
+        jacfwd(jacrev(g), vectorize=True),
+        jacfwd(grad(g)),
+    ):
         np.testing.assert_allclose(vmap(per_example)(X), theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_hessian_vector_products_and_third_derivatives_per_example(rng, torch):
+    """vmap(hvp) in both modes, vmap(jvp(grad)) against torch.func; third derivatives of
+    each example against a loop."""
+    X, V = rng.standard_normal((5, 4)), rng.standard_normal((5, 4))
+
+    def g(x):
+        return (ops.tanh(x) ** 3).sum()
+
+    def t_hvp(x, v):
+        return torch.func.jvp(torch.func.grad(lambda x: (torch.tanh(x) ** 3).sum()), (x,), (v,))
+
+    t_grads, t_hv = torch.func.vmap(t_hvp)(torch.tensor(X), torch.tensor(V))
+    for mode in ("fwd-rev", "rev-rev"):
+        got = vmap(lambda x, v, mode=mode: hvp(g, x, v, mode=mode))(X, V)
+        np.testing.assert_allclose(got, t_hv.numpy(), rtol=1e-10, atol=1e-12)
+    grads, hv = vmap(lambda x, v: jvp(grad(g), (x,), (v,)))(X, V)
+    np.testing.assert_allclose(grads, t_grads.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(hv, t_hv.numpy(), rtol=1e-10, atol=1e-12)
+    for third in (jacfwd(jacfwd(jacrev(g))), jacfwd(hessian(g)), jacrev(hessian(g))):
+        got = vmap(third)(X[:, :2])
+        np.testing.assert_allclose(got, np.stack([third(x) for x in X[:, :2]]), rtol=1e-12)
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -463,8 +494,8 @@ def test_clear_errors(rng):
         vmap(lambda x: x @ np.ones((3, 2)))(X)
     with pytest.raises(ValueError, match=r"scalar \(one number\) per example, got shape \(4,\)"):
         vmap(grad(lambda x: x * 2))(X)
-    with pytest.raises(NotImplementedError, match="forward over reverse mode inside vmap"):
-        vmap(hessian(lambda x: (x * x).sum()))(X)
+    with pytest.raises(NotImplementedError, match="jvp of vmap of grad"):
+        jvp(vmap(grad(lambda x: (x * x).sum())), (X,), (X,))
     with pytest.raises(TypeError, match="no single truth value"):
         vmap(lambda x: x if x.sum() > 0 else -x)(X)
     with pytest.raises(NotImplementedError, match="integers and integer arrays only"):
