@@ -24,12 +24,15 @@
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 from pathlib import Path
 
+import colour_vision as cv
 import lab_walk
 import nbformat
+import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -245,3 +248,240 @@ def test_axe_offline_slide_export(browser_page, tmp_path, screenshot):
     found = audit(page, whole_page_is_course=True)
     screenshot(page, "a11y-slides02-offline-all", full_page=True)
     assert_no_failures({"offline slides": found})
+
+
+# --- keyboard -------------------------------------------------------------------------------
+
+MARK_JS = "el => { document.querySelectorAll('[data-kb]').forEach(e => delete e.dataset.kb);"
+MARK_JS += " el.dataset.kb = '1'; }"
+
+
+def tab_to(page, target, limit: int = 8, back: bool = False) -> int:
+    """Press Tab (Shift+Tab with ``back``) until ``target`` has the focus; the presses used."""
+    target.evaluate(MARK_JS)
+    for presses in range(1, limit + 1):
+        page.keyboard.press("Shift+Tab" if back else "Tab")
+        if page.evaluate("() => document.activeElement?.dataset?.kb === '1'"):
+            return presses
+    raise AssertionError(f"Tab did not reach {target} in {limit} presses")
+
+
+def test_keyboard_alone_drives_every_widget(lab, screenshot):
+    """From each widget's first control, Tab reaches every control in order, and the keys
+    a keyboard user presses (Enter, Space, arrows) drive it: the kernel's answer is checked."""
+    from playwright.sync_api import expect
+
+    page = lab
+    report = lab_walk.run_notebook(page, NOTEBOOK)
+    try:
+        outputs = page.locator(f"#{report['id']} .jp-Cell .jp-OutputArea-output")
+        # -- backward stepper: buttons by Enter/Space, the slider by arrow keys
+        stepper = outputs.nth(0)
+        caption = stepper.locator(".widget-html-content").first
+        buttons = {
+            name: stepper.locator(".jupyter-button", has_text=name).first
+            for name in ("reset", "step back", "play", "step ▶")
+        }
+        buttons["reset"].focus()
+        assert tab_to(page, buttons["step back"]) == 1
+        assert tab_to(page, buttons["play"]) == 1
+        assert tab_to(page, buttons["step ▶"]) == 1
+        page.keyboard.press("Enter")
+        expect(caption).to_contain_text("Step 1 of 5")
+        page.keyboard.press("Space")
+        expect(caption).to_contain_text("Step 2 of 5")
+        handle = stepper.locator(".noUi-handle").first
+        tab_to(page, handle)
+        page.keyboard.press("ArrowRight")
+        expect(caption).to_contain_text("Step 3 of 5")
+        page.keyboard.press("ArrowLeft")
+        expect(caption).to_contain_text("Step 2 of 5")
+        tab_to(page, buttons["play"], back=True)
+        page.keyboard.press("Space")  # plays to the end, one step every 0.9 s
+        expect(caption).to_contain_text("Step 5 of 5", timeout=30_000)
+        expect(buttons["play"]).to_contain_text("play")  # back to "▶ play" at the end
+
+        # -- finite-difference explorer: its slider by arrow keys
+        explorer = outputs.nth(1)
+        text = explorer.locator(".widget-html-content").first
+        expect(text).to_contain_text("x = 1.000")
+        explorer.locator(".noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        expect(text).to_contain_text("x = 1.020")  # one slider step: (3 - (-1)) / 200
+
+        # -- dashboard: sliders by arrows, the dropdown by arrows, Start by Enter, Step by Space
+        dashboard = outputs.nth(2)
+        status = dashboard.locator(".widget-html-content").first
+        handles = dashboard.locator(".noUi-handle")
+        handles.nth(0).focus()
+        page.keyboard.press("ArrowRight")  # learning rate 0.1 -> 10^(-0.9)
+        expect(dashboard.locator(".widget-readout").first).to_have_text("0.126")
+        tab_to(page, handles.nth(1))
+        tab_to(page, handles.nth(2))
+        tab_to(page, dashboard.locator("select").first)
+        tab_to(page, handles.nth(3))
+        start = dashboard.locator(".jupyter-button", has_text="Start").first
+        tab_to(page, start)
+        page.keyboard.press("Enter")
+        expect(status).to_contain_text("step 20,", timeout=60_000)
+        step = dashboard.locator(".jupyter-button", has_text="Step").first
+        tab_to(page, step)
+        page.keyboard.press("Space")
+        expect(status).to_contain_text("step 21,", timeout=30_000)
+        screenshot(dashboard, "keyboard-dashboard-after-start")
+
+        # -- the linearize viewer (chapter 08): its toggle buttons by Tab and Enter
+        viewer = outputs.nth(3)
+        toggles = viewer.locator(".widget-toggle-button")
+        toggles.nth(0).focus()
+        tab_to(page, toggles.nth(1))
+        page.keyboard.press("Enter")
+        expect(viewer.locator(".widget-html-content").first).to_contain_text("vjp")
+        expect(toggles.nth(1)).to_have_class(re.compile("mod-active"))
+
+        # -- the checkpoint explorer (chapter 07): its selection slider by arrow keys
+        checkpoints = outputs.nth(4)
+        readout = checkpoints.locator(".widget-readout").first
+        before = readout.inner_text()
+        checkpoints.locator(".noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        expect(readout).not_to_have_text(before)
+    finally:
+        lab_walk.close(page, report["id"])
+
+
+# --- colour vision --------------------------------------------------------------------------
+
+
+def _pixels(image: np.ndarray, color: str, tolerance: float) -> np.ndarray:
+    """Mask of the pixels within ``tolerance`` (RGB distance, 0..255) of ``color``."""
+    return np.linalg.norm(image - cv.hex_rgb(color), axis=-1) <= tolerance
+
+
+def seen_colours(
+    png: bytes, colours: dict[str, str], name: str, *, tolerance: float = 0.0, min_pixels: int = 20
+) -> dict[str, dict[str, np.ndarray]]:
+    """For each named colour drawn in the screenshot ``png``: the median colour of its pixels
+    as seen normally and through each simulation (the simulated screenshots are saved)."""
+    from PIL import Image
+
+    image = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+    views = {"normal": image}
+    for kind in cv.MACHADO_2009:
+        views[kind] = cv.simulate(image, kind)
+        out = Image.fromarray(np.round(views[kind]).astype(np.uint8))
+        (ROOT / "artifacts" / "screenshots").mkdir(parents=True, exist_ok=True)
+        out.save(ROOT / "artifacts" / "screenshots" / f"cvd-{name}-{kind}.png")
+    seen = {}
+    for label, colour in colours.items():
+        mask = _pixels(image, colour, tolerance)
+        assert mask.sum() >= min_pixels, (
+            f"{name}: {label} ({colour}) is not drawn ({mask.sum()} px)"
+        )
+        seen[label] = {view: np.median(img[mask], axis=0) for view, img in views.items()}
+    return seen
+
+
+def assert_distinct(seen, pairs, name: str) -> dict[str, float]:
+    """Every pair stays at least MIN_DELTA_E apart in every view; returns the smallest ΔE."""
+    smallest = {}
+    for a, b in pairs:
+        for view in seen[a]:
+            d = cv.delta_e(seen[a][view], seen[b][view])
+            smallest[f"{a} / {b} ({view})"] = d
+            assert d >= MIN_DELTA_E, f"{name}: {a} vs {b} only ΔE {d:.1f} under {view}"
+    return smallest
+
+
+def test_highlight_and_classes_survive_colour_blindness(lab, screenshot):
+    """The stepper's highlight (the active node's fill and vermillion border; the blue border
+    of the nodes that just received a share) and the dashboard's two classes stay at least
+    MIN_DELTA_E apart under simulated deuteranopia and protanopia, on real screenshots: the
+    active fill against every other fill drawn, the active border against the blue one."""
+    from playwright.sync_api import expect
+
+    from autodiff_lab.viz import drawing
+    from autodiff_lab.viz.dashboard import CLASS_COLORS
+
+    page = lab
+    report = lab_walk.run_notebook(page, NOTEBOOK)
+    try:
+        outputs = page.locator(f"#{report['id']} .jp-Cell .jp-OutputArea-output")
+        stepper = outputs.nth(0)
+        for _ in range(3):  # step 3: c = a * b runs; a and b receive their shares
+            stepper.locator(".jupyter-button", has_text="step ▶").first.click()
+        expect(stepper.locator(".widget-html-content").first).to_contain_text("Step 3 of 5")
+        picture = stepper.locator(".widget-html-content svg").first
+        png = screenshot(picture, "cvd-stepper-step3").read_bytes()
+        colours = {
+            "active fill": drawing.FILL_ACTIVE,
+            "input fill": drawing.FILL_INPUT,
+            "output fill": drawing.FILL_OUTPUT,
+            "operation fill": drawing.FILL_OP,
+            "value fill (white)": drawing.FILL_VALUE,
+            "active border": drawing.OKABE_ITO["vermillion"],
+            "touched border": drawing.OKABE_ITO["blue"],
+        }
+        seen = seen_colours(png, colours, "stepper", min_pixels=10)
+        pairs = [("active fill", other) for other in list(colours)[1:5]]
+        pairs.append(("active border", "touched border"))
+        stepper_dE = assert_distinct(seen, pairs, "stepper")
+
+        dashboard = outputs.nth(2)
+        dashboard.locator(".jupyter-button", has_text="Start").first.click()
+        expect(dashboard.locator(".widget-html-content").first).to_contain_text(
+            "step 20,", timeout=60_000
+        )
+        png = screenshot(dashboard.locator(".widget-image").first, "cvd-dashboard").read_bytes()
+        classes = {"class 0": CLASS_COLORS[0], "class 1": CLASS_COLORS[1]}
+        seen = seen_colours(png, classes, "dashboard", tolerance=12, min_pixels=30)
+        dash_dE = assert_distinct(seen, [("class 0", "class 1")], "dashboard")
+    finally:
+        lab_walk.close(page, report["id"])
+    print("smallest ΔE:", {k: round(v, 1) for k, v in {**stepper_dE, **dash_dE}.items()})
+
+
+def test_simulation_confuses_red_and_green():
+    """The simulation works: matplotlib's red and green (ΔE ~120 to normal vision) fall far
+    below MIN_DELTA_E under deuteranopia, while blue and orange stay apart."""
+    red, green = cv.hex_rgb("#D62728"), cv.hex_rgb("#2CA02C")
+    assert cv.delta_e(red, green) > 100
+    seen = [cv.simulate(c, "deuteranopia") for c in (red, green)]
+    assert cv.delta_e(*seen) < MIN_DELTA_E / 2
+    assert np.allclose(cv.simulate(np.array([255.0, 255.0, 255.0]), "protanopia"), 255, atol=0.5)
+    assert abs(cv.contrast_ratio(np.zeros(3), np.full(3, 255.0)) - 21.0) < 1e-9
+
+
+# --- the news prompt -----------------------------------------------------------------------
+
+
+def test_no_news_prompt_in_lab_started_like_make_lab(browser_page, jupyter_server):
+    """The server starts with tools/lab_settings.py's override, as ``make lab`` does: the
+    setting JupyterLab reads says "never" and no news toast appears."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\nlab:", 1)[1].split("\n\n", 1)[0]
+    assert "tools/lab_settings.py" in recipe.split("jupyter lab")[0]  # before the server
+
+    page = browser_page
+    page.goto(f"{jupyter_server.base}/lab?token={jupyter_server.token}&reset")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell")
+    fetch_news = page.evaluate(
+        """async () => {
+          const app = window.jupyterapp;
+          await app.restored;
+          const s = await app.serviceManager.settings.fetch(
+            '@jupyterlab/apputils-extension:notification');
+          return s.settings?.fetchNews ?? JSON.parse(s.raw || '{}').fetchNews ?? null;
+        }"""
+    )
+    composite = page.evaluate(
+        """async () => {
+          const r = await fetch('/lab/api/settings/@jupyterlab/apputils-extension:notification'
+            + location.search);
+          return (await r.json()).schema.properties.fetchNews.default;
+        }"""
+    )
+    assert composite == "false", (fetch_news, composite)
+    page.wait_for_timeout(2000)  # the prompt shows right after the app is restored
+    toasts = page.locator(".Toastify__toast")
+    assert not [t for t in toasts.all_inner_texts() if "news" in t.lower()]
