@@ -142,6 +142,11 @@ def test_static_fallback_is_the_current_panel_as_an_image():
     assert bundle["text/plain"].startswith("LinearizeViewer (vjp direction)")
     assert "run this cell to make the controls live" in bundle["text/plain"]
     assert "<img" in bundle["text/html"] and "transposed" in bundle["text/html"]
+    # as every widget's fallback (tests/test_viz_fallback.py): one line, no inline <svg>
+    assert bundle["text/plain"].endswith(
+        "(Static picture: run this cell to make the controls live.)"
+    )
+    assert "\n" not in bundle["text/plain"] and "<svg" not in bundle["text/html"]
 
 
 def test_drawings_are_deterministic_and_named_by_parameters():
