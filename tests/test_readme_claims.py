@@ -84,3 +84,29 @@ def test_exercise_counts_in_the_course_table_match_the_registry():
     expected = [len(exercises)] + [sum(e.level == lv for e in exercises) for lv in LEVELS]
     expected.append(sum(e.minutes for e in exercises))
     assert [int(n) for n in totals.groups()] == expected
+
+
+def test_the_api_tour_runs_and_its_comments_are_true():
+    """README "A tour of the API": the code block runs, and what its comments say holds."""
+    import math
+
+    import numpy as np
+
+    start = README.index("## A tour of the API")
+    code = README[
+        README.index("```python", start) + len("```python") : README.index("```\n", start + 30)
+    ]
+    names: dict = {}
+    exec(compile(code, "README tour", "exec"), names)  # noqa: S102 (our own README)
+    x = 0.5
+    exact = math.exp(-x) * (1 - math.tanh(x) ** 2 - math.tanh(x))  # d/dx tanh(x) e^-x
+    assert names["x"].grad == pytest.approx(exact, rel=1e-12)
+    assert names["f_jvp"](1.0) == pytest.approx(exact, rel=1e-12)
+    (transposed,) = names["linear_transpose"](names["f_jvp"])(1.0)
+    assert transposed == pytest.approx(exact, rel=1e-12)
+    assert names["grad"](lambda v: names["stop_gradient"](v) * v)(3.0) == 3.0
+    xs = np.linspace(0, 1, 5)
+    batched = names["vmap"](names["grad"](names["f"]))(xs)
+    by_hand = np.exp(-xs) * (1 - np.tanh(xs) ** 2 - np.tanh(xs))
+    np.testing.assert_allclose(np.asarray(batched), by_hand, rtol=1e-12)
+    assert names["W"].grad.shape == names["W"].shape
