@@ -324,7 +324,7 @@ def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
         if len(axes) != len(out):
             raise ValueError(f"vmap: out_axes={out_axes!r} does not match the {len(out)} outputs")
         return type(out)(_unbatch_output(o, a, tag, size) for o, a in zip(out, axes))
-    if isinstance(out, Dual) and not (isinstance(out.primal, Batched) and out.primal.tag == tag):
+    if isinstance(out, Dual) and _holds_tag(out, tag):
         # a dual of an outer jvp holding this batch inside: take it out of both parts
         primal = _unbatch_output(out.primal, out_axes, tag, size)
         tangent = _unbatch_output(out.tangent, out_axes, tag, size)

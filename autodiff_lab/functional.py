@@ -90,8 +90,8 @@ def _leaf(x, *, scalar_as_value=True):
     if isinstance(x, Traced):  # (a vmap batch or a dual where a plain value must be)
         raise NotImplementedError(
             f"reverse mode cannot start from a {type(x).__name__} here: this nesting of "
-            "transformations (e.g. jvp of vmap of grad) is not supported; apply jvp "
-            "inside vmap instead: vmap(lambda x, t: jvp(grad(f), (x,), (t,)))"
+            "transformations (e.g. jvp of vmap of vjp) is not supported; apply jvp "
+            "inside vmap instead: vmap(lambda x, t: jvp(g, (x,), (t,)))"
         )
     if scalar_as_value and isinstance(x, numbers.Real):
         return Value(float(x))
@@ -202,6 +202,18 @@ def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
     return replay(transformed(*args), substitutions)
 
 
+def _duals_outside(args: Sequence) -> list:
+    """Each batch of duals as a dual of batches (the same numbers, layered the other way),
+    so that forward over reverse applies to it (``jvp(vmap(grad(f)))``)."""
+    swapped = []
+    for a in args:
+        if isinstance(a, Batched) and isinstance(a.val, Dual):
+            d = a.val
+            a = Dual(Batched(d.primal, a.tag), Batched(d.tangent, a.tag), d.tag)
+        swapped.append(a)
+    return swapped
+
+
 def _through_duals_batched(transformed: Callable, args: list, differentiated, levels):
     """:func:`_through_duals` inside ``vmap`` (a per-example ``H v``): the leaves hold the
     whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
@@ -241,10 +253,11 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
 
     def value_and_grad_f(*args):
         nums = _argnums(argnums, len(args))
-        if has_batch(args):  # inside vmap: per-example gradients
-            return _batched_reverse(f, args, nums, "grad")(argnums)
+        args = _duals_outside(args)
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
+        if has_batch(args):  # inside vmap: per-example gradients
+            return _batched_reverse(f, args, nums, "grad")(argnums)
         out, leaves, nested = _record(f, args, nums)
         if has_batch([out]):  # f closes over a vmap batch: its gradient is per example
             return _batched_reverse(f, args, nums, "grad")(argnums)
@@ -517,10 +530,11 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     """
 
     def jacrev_f(*args):
-        if has_batch(args):  # inside vmap: a batch of unit cotangents through each vjp
-            return _jacrev_in_vmap(f, args, argnums)
+        args = _duals_outside(args)
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
+        if has_batch(args):  # inside vmap: a batch of unit cotangents through each vjp
+            return _jacrev_in_vmap(f, args, argnums)
         args = list(args)
         if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
             args[argnums] = np.asarray(args[argnums], dtype=float)
