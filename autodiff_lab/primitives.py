@@ -231,7 +231,7 @@ def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = 
     """Raise a ValueError naming the op and the first bad entry when ``x`` is outside
     ``prim``'s domain (``scalar``: the edge counts as outside too, see :class:`Domain`)."""
     domain = prim.domain
-    if domain.outside is None or isinstance(x, BatchedArray):  # (checked per example, inside)
+    if domain.outside is None or isinstance(x, BatchedArray):  # (checked by what holds its arrays)
         return
     bad = domain.outside(x)
     if scalar and domain.edge is not None:
