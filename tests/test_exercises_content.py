@@ -161,13 +161,34 @@ def fit(xs, ys, lr, steps):
     return w.data, b.data
 
 
-def unbroadcast(grad, shape):
-    while grad.ndim > len(shape):
-        grad = grad.sum(axis=0)
-    for axis, size in enumerate(shape):
-        if size == 1:
-            grad = grad.sum(axis=axis, keepdims=True)
-    return grad
+def _tile_backward(
+    x, g, reps, *, copies_last=False, reps_at_end=False, promote_x=True, keep_promoted=False
+):
+    """np.tile's backward by one reshape; the keywords make the plausible wrong versions."""
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    if reps_at_end:
+        reps = reps + (1,) * (x.ndim - len(reps))
+    d = max(x.ndim, len(reps))
+    shape = (1,) * (d - x.ndim) + x.shape if promote_x else x.shape
+    reps = (1,) * (d - len(reps)) + reps
+    pairs = [n for r, s in zip(reps, shape) for n in ((s, r) if copies_last else (r, s))]
+    out = g.reshape(pairs).sum(axis=tuple(range(int(copies_last), 2 * len(shape), 2)))
+    return out if keep_promoted else out.reshape(x.shape)
+
+
+def tile_backward(x, g, reps):
+    return _tile_backward(x, g, reps)
+
+
+def _tile_first_copy(x, g, reps):
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    shape = (1,) * (len(reps) - x.ndim) + x.shape
+    return g[tuple(slice(0, s) for s in shape)].reshape(x.shape)
+
+
+def _tile_int_reps_fails(x, g, reps):
+    d = max(x.ndim, len(reps))  # len() of an int reps: TypeError
+    return _tile_backward(x, g, reps[-d:])
 
 
 def matmul_backward(a, b, g):
@@ -255,7 +276,7 @@ RIGHT = {
     "1.6": sqrt_heron,
     "2.1": jacobian_passes, "2.2": vjp_f, "2.3": backward_by_hand, "2.4": topological_sort,
     "3.1": exp_op, "3.2": pow_op, "3.3": sigmoid_op, "3.4": backward, "3.5": fit,
-    "4.1": unbroadcast, "4.2": matmul_backward, "4.3": stable_softmax,
+    "4.1": tile_backward, "4.2": matmul_backward, "4.3": stable_softmax,
     "4.4": log_softmax_backward, "4.5": numerical_jacobian,
     "5.1": accuracy, "5.2": cross_entropy, "5.3": sgd_momentum_step,
     "5.4": linear_forward_backward, "5.5": train,
@@ -372,12 +393,23 @@ WRONG = [
     ("3.4", _backward_overwriting, "`parent.grad += ...`, not `=`"),
     ("3.4", _backward_unseeded, "root.grad = 1.0"),
     ("3.5", _fit_without_zero_grad, "zero_grad"),
+    ("4.1", lambda x, g, reps: g, "shape of the tiled output"),
+    ("4.1", lambda x, g, reps: tile_backward(x, g, reps) / max(1, np.prod(reps)), "not mean"),
+    ("4.1", _tile_first_copy, "first copy only"),
+    ("4.1", lambda x, g, reps: _tile_backward(x, g, reps, copies_last=True), "wrong order"),
     (
         "4.1",
-        lambda g, shape: unbroadcast(g, shape) / (g.size // max(1, math.prod(shape))),
-        "not mean",
+        lambda x, g, reps: g.reshape(-1, x.size).sum(axis=0).reshape(x.shape),
+        "consecutive blocks of the flattened output",
     ),
-    ("4.1", lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape)))), "leading axes"),
+    ("4.1", lambda x, g, reps: _tile_backward(x, g, reps, reps_at_end=True), "1s in front"),
+    ("4.1", lambda x, g, reps: _tile_backward(x, g, reps, promote_x=False), "longer than x.ndim"),
+    (
+        "4.1",
+        lambda x, g, reps: _tile_backward(x, g, reps, keep_promoted=True),
+        "reshape it to x.shape",
+    ),
+    ("4.1", _tile_int_reps_fails, "a single int"),
     ("4.2", lambda a, b, g: (g @ b, a.T @ g), "The shapes do not fit"),
     ("4.2", lambda a, b, g: (g @ b.T, a @ g), "dB needs A *transposed*"),
     ("4.3", lambda x, axis: np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), "Overflow"),
@@ -615,10 +647,27 @@ def test_tensor_references_match_torch(torch, rng):
             ch04._softmax_reference((x, axis)), torch.softmax(torch.tensor(x), dim=axis).numpy()
         )
 
-    grad, shape = rng.normal(size=(2, 4, 3)), (1, 3)
-    t = torch.zeros(shape, requires_grad=True)
-    (t.expand(2, 4, 3) * torch.tensor(grad)).sum().backward()
-    np.testing.assert_allclose(ch04._unbroadcast_reference((grad, shape)), t.grad.numpy())
+
+def test_tile_reference_and_answer_match_torch(torch):
+    """4.1: the grader's index-map reference and the one-reshape answer equal PyTorch's
+    gradient of torch.tile (np.tile's semantics, short reps padded in front) and, when
+    len(reps) >= x.ndim, of Tensor.repeat (np.tile's twin), on every case of many seeds."""
+    cases = [c for seed in range(40) for c in ch04.TILE.cases(np.random.default_rng(seed))]
+    shapes = set()
+    for case in cases:
+        x, g, reps = case.inputs
+        x, g = np.asarray(x, dtype=np.float64), np.asarray(g, dtype=np.float64)
+        reps_tuple = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+        for by_repeat in (False, True) if len(reps_tuple) >= x.ndim else (False,):
+            t = torch.tensor(x, requires_grad=True)
+            out = t.repeat(*reps_tuple) if by_repeat else torch.tile(t, reps_tuple)
+            assert tuple(out.shape) == g.shape == np.tile(x, reps).shape
+            (out * torch.tensor(g)).sum().backward()
+            np.testing.assert_allclose(ch04.TILE.reference(case.inputs), t.grad.numpy())
+            np.testing.assert_allclose(tile_backward(x, g, reps), t.grad.numpy())
+        shapes.add((x.ndim, len(reps_tuple)))
+    # reps shorter than, as long as, and longer than x.ndim all occurred
+    assert {(n > r) - (n < r) for n, r in shapes} == {-1, 0, 1}
 
 
 def test_training_references_match_torch(torch, rng):

@@ -587,7 +587,7 @@ def test_reruns_reuse_the_gradebooks_seed_unless_told(tmp_path):
 
 
 def test_answers_that_call_the_librarys_own_function_are_noted():
-    """Red team #17: 2.4, 4.1, 4.3 and 6.3 answered by the library's own functions. The
+    """Red team #17: 2.4, 4.3 and 6.3 answered by the library's own functions. The
     decision (README): allowed, and the report names the call for the lecturer."""
     from autodiff_lab.grading.grader import answered_exercises
 
@@ -600,9 +600,6 @@ from autodiff_lab import Tensor
 def topological_sort(root):
     return topological_order(root)
 
-def unbroadcast(g, shape):
-    return ops.sum_to(g, shape)
-
 def stable_softmax(x, axis=-1):
     return ops.softmax(Tensor(x), axis)
 
@@ -612,7 +609,7 @@ def hvp(f, x, v):
     nb = {"cells": [{"cell_type": "code", "source": source}]}
     _, notes = answered_exercises(nb, "my_homework.ipynb")
     calls = {n.split(":")[0]: n for n in notes if "calls the library's own" in n}
-    assert set(calls) == {"exercise 2.4", "exercise 4.1", "exercise 4.3", "exercise 6.3"}
+    assert set(calls) == {"exercise 2.4", "exercise 4.3", "exercise 6.3"}
     assert "topological_order" in calls["exercise 2.4"] and "F.hvp" in calls["exercise 6.3"]
     assert "ops.softmax" in calls["exercise 4.3"] and "Tensor" not in calls["exercise 4.3"]
 

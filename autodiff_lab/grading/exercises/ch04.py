@@ -1,4 +1,5 @@
-"""Chapter 04 exercises: tensors (unbroadcast, matmul's backward, softmax, log-softmax)."""
+"""Chapter 04 exercises: tensors (np.tile's backward, matmul's backward, softmax,
+log-softmax, a numerical Jacobian)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..runners.ch04 import (
     _logsm_run,
     _matmul_run,
     _softmax_run,
-    _unbroadcast_run,
+    _tile_run,
 )
 from ..spec import Case, Exercise, Mistake, close
 from ._common import draw, finite, is_error
@@ -23,96 +24,192 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
     return z / z.sum(axis=axis, keepdims=True)
 
 
-# --- 4.1 unbroadcast -----------------------------------------------------------------
-
-_SHAPE_PAIRS = [  # (shape of the input, shape it was broadcast to)
-    ((3,), (4, 3)),
-    ((4, 1), (4, 5)),
-    ((1, 3), (2, 4, 3)),
-    ((2, 1, 3), (2, 4, 3)),
-    ((), (3, 2)),
-    ((1,), (5,)),
-]
+# --- 4.1 np.tile's backward ----------------------------------------------------------
+# np.tile(x, reps) lays whole copies of x side by side along every axis; the copies'
+# gradients add up into x. Unlike broadcasting, the copies are interleaved with x's own
+# positions (along an axis of size n tiled r times, output j holds x[j % n]), so
+# `unbroadcast` cannot find them: the student must split each axis into (copy, position).
 
 
-def _unbroadcast_cases(rng):
-    picks = rng.choice(len(_SHAPE_PAIRS), size=3, replace=False)
-    cases = []
-    for i in picks:
-        shape, big = _SHAPE_PAIRS[int(i)]
-        cases.append(Case(f"random grad {big} back to {shape}", (draw(rng, -2.0, 2.0, big), shape)))
-    cases += [
-        Case("edge: shapes already equal", (draw(rng, -2.0, 2.0, (2, 3)), (2, 3))),
-        Case("edge: size-1 axis in the middle", (draw(rng, -2.0, 2.0, (2, 4, 3)), (2, 1, 3))),
-        Case("edge: a scalar, broadcast to (3, 2)", (draw(rng, -2.0, 2.0, (3, 2)), ())),
-        Case(
-            "edge: new leading axes and a size-1 axis", (draw(rng, -2.0, 2.0, (2, 3, 4, 5)), (4, 1))
-        ),
+def _tile_case(rng, name, shape, reps) -> Case:
+    """x drawn with `shape`, and an upstream gradient of np.tile(x, reps)'s shape."""
+    x = draw(rng, -2.0, 2.0, shape)
+    return Case(name, (x, draw(rng, -2.0, 2.0, np.tile(x, reps).shape), reps))
+
+
+def _tile_cases(rng):
+    """Random shapes and reps drawn here (sizes 2-4, so every mistake shows), then edges."""
+
+    def sizes(n: int) -> tuple[int, ...]:
+        return tuple(int(s) for s in rng.integers(2, 5, size=n))
+
+    def copies(n: int) -> tuple[int, ...]:
+        return tuple(int(r) for r in rng.integers(1, 4, size=n))
+
+    x_same = sizes(int(rng.integers(2, 4)))
+    same = copies(len(x_same) - 1) + (int(rng.integers(2, 4)),)  # the last axis is tiled
+    x_shorter = sizes(3)
+    shorter = copies(1) + (int(rng.integers(2, 4)),)  # 2 of 3 axes; the last is tiled
+    x_longer = sizes(int(rng.integers(1, 3)))
+    longer = (int(rng.integers(2, 4)),) + copies(len(x_longer) - 1) + (int(rng.integers(2, 4)),)
+    return [
+        _tile_case(rng, f"random x of shape {x_same}, reps {same}", x_same, same),
+        _tile_case(rng, f"random x of shape {x_shorter}, reps {shorter}", x_shorter, shorter),
+        _tile_case(rng, f"random x of shape {x_longer}, reps {longer}", x_longer, longer),
+        _tile_case(rng, "edge: reps an int, np.tile(x, 3) with x 2×3", (2, 3), 3),
+        _tile_case(rng, "edge: x a number (0-d), reps (2, 3)", (), (2, 3)),
+        _tile_case(rng, "edge: reps all 1 (one copy: g itself)", (3, 2), (1, 1)),
+        _tile_case(rng, "edge: a 0 in reps (no copies: the gradient is 0)", (2, 3), (2, 0)),
     ]
-    return cases
 
 
-def _unbroadcast_reference(inputs):
-    """Sum over every axis numpy broadcasting added or stretched (written out by hand)."""
-    grad, shape = inputs
-    shape = tuple(shape)
-    out = np.array(grad, dtype=np.float64)
-    while out.ndim > len(shape):  # axes added in front
-        out = out.sum(axis=0)
-    for axis, size in enumerate(shape):  # size-1 axes that were stretched
-        if size == 1 and out.shape[axis] != 1:
-            out = out.sum(axis=axis, keepdims=True)
-    return out
+def _tile_reference(inputs):
+    """dx[i] = Σ g[j] over the output positions j that hold a copy of x[i].
+
+    Written as an index map, independently of any reshape: tile the flat indices of x the
+    way np.tile tiles x, then add g up by index (np.bincount).
+    """
+    x, g, reps = inputs
+    x = np.asarray(x, dtype=np.float64)
+    source = np.tile(np.arange(x.size).reshape(x.shape), reps)  # which x[i] each output holds
+    total = np.bincount(source.ravel(), weights=np.ravel(g), minlength=x.size)
+    return total.reshape(x.shape)
 
 
-def _count(grad, shape) -> int:
-    return int(np.asarray(grad).size // max(1, int(np.prod(shape, dtype=int))))
+def _padded(x_shape: tuple, reps) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """x's shape and reps padded with 1s in front to one length, as np.tile pads them."""
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    d = max(len(x_shape), len(reps))
+    return (1,) * (d - len(x_shape)) + tuple(x_shape), (1,) * (d - len(reps)) + reps
 
 
-UNBROADCAST = Exercise(
+def _tile_variant(case: Case, *, copies_last=False, reps_at_end=False) -> np.ndarray:
+    """The reshape-and-sum backward with one of two slips (for the mistakes' detectors):
+    each axis split as (position, copy) instead of (copy, position); a short reps padded
+    with 1s at the END instead of in front."""
+    x, g, reps = case.inputs
+    x_shape = np.shape(x)
+    if reps_at_end:
+        reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+        reps = reps + (1,) * (len(x_shape) - len(reps))
+    shape, reps = _padded(x_shape, reps)
+    pairs = [
+        n for r, s in zip(reps, shape, strict=True) for n in ((s, r) if copies_last else (r, s))
+    ]
+    copy_axes = tuple(range(1 if copies_last else 0, 2 * len(shape), 2))
+    return np.asarray(g, dtype=np.float64).reshape(pairs).sum(axis=copy_axes).reshape(x_shape)
+
+
+def _tile_is(got, exp, case, **slip) -> bool:
+    return close(got, _tile_variant(case, **slip)) and not close(got, exp)
+
+
+def _first_copy(case: Case) -> np.ndarray:
+    """The gradient of the first copy only: g's leading block of x's (padded) shape."""
+    x, g, reps = case.inputs
+    shape, _ = _padded(np.shape(x), reps)
+    return np.asarray(g)[tuple(slice(0, s) for s in shape)].reshape(np.shape(x))
+
+
+def _flat_blocks(case: Case) -> np.ndarray:
+    """Flattened g cut into prod(reps) consecutive blocks of x.size entries, added up."""
+    x, g, reps = case.inputs
+    return np.asarray(g, dtype=np.float64).reshape(-1, np.size(x)).sum(axis=0).reshape(np.shape(x))
+
+
+def _flat_blocks_is(got, exp, case: Case) -> bool:
+    """got is the flat-blocks sum, and not ALSO reps padded at the end: for a 1-entry reps
+    the two slips give the same numbers, and then neither hint is sure."""
+    return (
+        close(got, _flat_blocks(case))
+        and not close(got, exp)
+        and not close(got, _tile_variant(case, reps_at_end=True))
+    )
+
+
+def _copies(case: Case) -> int:
+    x, _, reps = case.inputs
+    return int(np.prod(_padded(np.shape(x), reps)[1]))
+
+
+TILE = Exercise(
     id="4.1",
-    title="unbroadcast: the gradient of broadcasting",
+    title="The backward of np.tile: add up the copies",
     level="medium",
-    minutes=20,
-    task="unbroadcast(grad, shape): sum grad back to `shape`, undoing numpy broadcasting",
-    answer="unbroadcast",
-    cases=_unbroadcast_cases,
-    run=_unbroadcast_run,
-    reference=_unbroadcast_reference,
+    minutes=25,
+    task="tile_backward(x, g, reps): the gradient for x of np.tile(x, reps), given the "
+    "upstream gradient g (shaped like np.tile(x, reps))",
+    answer="tile_backward",
+    cases=_tile_cases,
+    run=_tile_run,
+    reference=_tile_reference,
     mistakes=(
         Mistake(
-            "Broadcasting *copies* an entry, so the copies' gradients must be added up: use "
-            "sum, not mean.",
-            lambda got, exp, case: close(got * _count(*case.inputs), exp) and not close(got, exp),
+            "The result has the shape of the tiled output. The gradient for x has x's shape: "
+            "every copy of x[i] sends its gradient back to x[i], where they add up.",
+            lambda got, exp, case: np.shape(got) == np.shape(case.inputs[1]) != np.shape(exp),
         ),
         Mistake(
-            "The values are right but the shape is not: keep the size-1 axes of `shape` "
-            "(sum them with keepdims=True) so the result has exactly the input's shape.",
+            "The copies' gradients are averaged. Each copy is a use of x[i], and uses add "
+            "up: sum, not mean.",
             lambda got, exp, case: (
-                got.shape != exp.shape
-                and got.size == exp.size
-                and close(got.reshape(exp.shape), exp)
+                _copies(case) > 1 and close(got * _copies(case), exp) and not close(got, exp)
             ),
         ),
         Mistake(
-            "Only the new leading axes were summed. An axis where the input had size 1 was "
-            "stretched too: sum it as well (keepdims=True).",
+            "That is the gradient of the first copy only. Every copy of x[i] in the output "
+            "sends gradient back to x[i]: add all of them.",
+            lambda got, exp, case: close(got, _first_copy(case)) and not close(got, exp),
+        ),
+        Mistake(
+            "Reshaped in the wrong order. np.tile lays whole copies one after another, so "
+            "along an axis of size n the output index is copy·n + i: split it as "
+            "(reps, n), the copy axis FIRST, and sum the copy axes. (n, reps) is how "
+            "np.repeat lays its copies.",
+            lambda got, exp, case: _tile_is(got, exp, case, copies_last=True),
+        ),
+        Mistake(
+            "Summed consecutive blocks of the flattened output. When an inner axis is "
+            "tiled, a copy of x is not one block of g.ravel() (np.tile(x, (1, 2)) holds "
+            "row 0 of x twice, then row 1 twice): split every axis into (copy, position).",
+            lambda got, exp, case: _flat_blocks_is(got, exp, case),
+        ),
+        Mistake(
+            "A reps shorter than x.ndim applies to x's LAST axes: np.tile(x, 2) on a 3×4 "
+            "array copies along axis 1, as if reps were (1, 2). Pad reps with 1s in front.",
             lambda got, exp, case: (
-                got.shape != exp.shape
-                and any(s == 1 for s in case.inputs[1])
-                and close(
-                    got,
-                    np.asarray(case.inputs[0]).sum(
-                        axis=tuple(range(np.ndim(case.inputs[0]) - len(case.inputs[1])))
-                    ),
-                )
+                _tile_is(got, exp, case, reps_at_end=True) and not close(got, _flat_blocks(case))
             ),
+        ),
+        Mistake(
+            "reps is longer than x.ndim here: np.tile then treats x as if it had leading "
+            "axes of size 1 (shape (1,)·k + x.shape), and copies along those too. Pad x's "
+            "shape with 1s in front to len(reps), and sum the new axes away.",
+            lambda got, exp, case: (
+                is_error(got, "ValueError")
+                and np.ndim(case.inputs[2]) == 1
+                and len(case.inputs[2]) > np.ndim(case.inputs[0])
+            ),
+        ),
+        Mistake(
+            "The values are right, but the result keeps the leading axes of size 1 that "
+            "np.tile added in front of x's shape: reshape it to x.shape.",
+            lambda got, exp, case: (
+                np.shape(got) != np.shape(exp)
+                and np.shape(got) == _padded(np.shape(case.inputs[0]), case.inputs[2])[0]
+                and close(np.reshape(got, np.shape(exp)), exp)
+            ),
+        ),
+        Mistake(
+            "reps can be a single int, as in np.tile(x, 3): treat it as (3,).",
+            lambda got, exp, case: is_error(got, "TypeError") and np.ndim(case.inputs[2]) == 0,
         ),
     ),
     nudges=(
-        "Two kinds of axes to sum: the extra leading ones, and those where `shape` has a 1.",
-        "Sum axis 0 while grad has too many dimensions; then sum every axis where shape[i] "
-        "== 1 with keepdims=True.",
+        "Start in 1-D: np.tile(x, r) with len(x) = n holds x[j % n] at position j. Which "
+        "positions hold x[i]? Then pad x.shape and reps with 1s in front to one length.",
+        "Reshape g to (reps[0], shape[0], reps[1], shape[1], ...), sum the axes 0, 2, 4, "
+        "... (the copies), then reshape to x.shape.",
     ),
 )
 
@@ -483,4 +580,4 @@ NUMERICAL_GRADIENT = Exercise(
 )
 
 
-EXERCISES: list[Exercise] = [UNBROADCAST, MATMUL, SOFTMAX, LOGSOFTMAX, NUMERICAL_GRADIENT]
+EXERCISES: list[Exercise] = [TILE, MATMUL, SOFTMAX, LOGSOFTMAX, NUMERICAL_GRADIENT]

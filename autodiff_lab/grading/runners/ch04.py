@@ -1,6 +1,7 @@
 """What the student's process runs for ch04's exercises: call the answer on the inputs.
 
-Chapter 04 exercises: tensors (unbroadcast, matmul's backward, softmax, log-softmax).
+Chapter 04 exercises: tensors (np.tile's backward, matmul's backward, softmax, log-softmax,
+a numerical Jacobian).
 
 Each ``*_run(answer, inputs)`` turns the student's answer and one case's inputs into
 plain data. Nothing here knows the right result: references and mistakes live in
@@ -14,9 +15,18 @@ import numpy as np
 from .common import as_array, error_result
 
 
-def _unbroadcast_run(answer, inputs):
-    grad, shape = inputs
-    return as_array(answer(grad, tuple(shape)))
+def _tile_run(answer, inputs):
+    """4.1: ``answer(x, g, reps)`` with ``reps`` an int or a tuple, as ``np.tile`` takes it.
+
+    A ValueError (a reshape to the wrong number of entries) or TypeError (``len`` of an
+    int ``reps``) comes back as an error record, for the grader's hints.
+    """
+    x, g, reps = inputs
+    reps = tuple(int(r) for r in reps) if isinstance(reps, (list, tuple)) else int(reps)
+    try:
+        return as_array(answer(np.array(x, dtype=np.float64), np.array(g, dtype=np.float64), reps))
+    except (ValueError, TypeError) as exc:
+        return error_result(exc)
 
 
 def _matmul_run(answer, inputs):
