@@ -957,8 +957,10 @@ def _matmul_grad_b(g, a, b):
     if len(shape(a)) == 1:  # (k,) @ (..., k, n): dB = a[:, None] * g[..., None, :]
         g2 = ops.reshape(g, shape(g)[:-1] + (1, shape(g)[-1]))
         return sum_to(ops.reshape(a, (shape(a)[0], 1)) * g2, shape(b))
-    if len(shape(b)) == 1:  # (..., k) @ (k,): dB = sum over the batch of a * g[..., None]
-        return sum_to(a * ops.reshape(g, shape(g) + (1,)), shape(b))
+    if len(shape(b)) == 1:  # (..., k) @ (k,): dB = Σ over the leading axes of a[..., :] g[...]
+        n = int(np.prod(shape(g)))  # = A2ᵀ g2 with the leading axes flattened (a matmul, so a
+        a2 = ops.reshape(a, (n, shape(b)[0]))  # batch of cotangents never builds (B, …, k))
+        return ops.transpose(a2, (1, 0)) @ ops.reshape(g, (n,))
     return sum_to(_mT(a) @ g, shape(b))
 
 

@@ -557,3 +557,20 @@ def test_float32_stays_float32(rng):
     assert vmap(lambda x: ops.tanh(x @ W))(X).dtype == np.float32
     per_example = vmap(grad(lambda W, x: ops.tanh(x @ W).sum()), in_axes=(None, 0))(W, X)
     assert per_example.dtype == np.float32 and per_example.shape == (5, 4, 3)
+
+
+def test_vectorized_jacrev_of_a_matrix_vector_product_stays_a_matrix_product():
+    """The Jacobian of x -> A x (A 1000 x 200) as vmap over vjp is A itself; the vjp rule for
+    the vector (Aᵀ g) must stay one matrix product under the batch of 1000 cotangents, not an
+    elementwise (1000, 1000, 200) product (1.6 GB before this was fixed)."""
+    import tracemalloc
+
+    a = np.random.default_rng(3).standard_normal((1000, 200))
+    tracemalloc.start()
+    try:
+        jac = jacrev(lambda x: a @ x, vectorize=True)(np.ones(200))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(np.asarray(jac), a)
+    assert peak < 64e6, f"peak {peak / 1e6:.0f} MB"
