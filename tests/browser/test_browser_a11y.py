@@ -120,6 +120,20 @@ def lab(browser, jupyter_server, console_gate):
     assert not ours, "errors in the browser console:\n" + "\n".join(ours)
 
 
+@pytest.fixture(scope="module")
+def widgets_panel(lab):
+    """The widgets notebook, run once for the tests of this module (each test sets the
+    state it needs); returns a function that shows its tab and gives its outputs."""
+    report = lab_walk.run_notebook(lab, NOTEBOOK)
+
+    def outputs():
+        lab.evaluate("id => window.jupyterapp.shell.activateById(id)", report["id"])
+        return lab.locator(f"#{report['id']} .jp-Cell .jp-OutputArea-output")
+
+    yield outputs
+    lab_walk.close(lab, report["id"])
+
+
 # --- axe ------------------------------------------------------------------------------------
 
 OWNER_JS = """([selectors, course]) => selectors.map(sel => {
@@ -211,12 +225,9 @@ def test_axe_chapter_with_backward_stepper(lab, screenshot):
     assert_no_failures(found)
 
 
-def test_axe_widgets_and_dashboard(lab, screenshot):
-    report = lab_walk.run_notebook(lab, NOTEBOOK)
-    try:
-        found = audit_both_themes(lab, "widgets", screenshot)
-    finally:
-        lab_walk.close(lab, report["id"])
+def test_axe_widgets_and_dashboard(lab, widgets_panel, screenshot):
+    widgets_panel().nth(2).scroll_into_view_if_needed()  # the dashboard on screen
+    found = audit_both_themes(lab, "widgets", screenshot)
     assert_no_failures(found)
 
 
@@ -266,88 +277,93 @@ def tab_to(page, target, limit: int = 8, back: bool = False) -> int:
     raise AssertionError(f"Tab did not reach {target} in {limit} presses")
 
 
-def test_keyboard_alone_drives_every_widget(lab, screenshot):
+def test_keyboard_alone_drives_every_widget(lab, widgets_panel, screenshot):
     """From each widget's first control, Tab reaches every control in order, and the keys
     a keyboard user presses (Enter, Space, arrows) drive it: the kernel's answer is checked."""
     from playwright.sync_api import expect
 
     page = lab
-    report = lab_walk.run_notebook(page, NOTEBOOK)
-    try:
-        outputs = page.locator(f"#{report['id']} .jp-Cell .jp-OutputArea-output")
-        # -- backward stepper: buttons by Enter/Space, the slider by arrow keys
-        stepper = outputs.nth(0)
-        caption = stepper.locator(".widget-html-content").first
-        buttons = {
-            name: stepper.locator(".jupyter-button", has_text=name).first
-            for name in ("reset", "step back", "play", "step ▶")
-        }
-        buttons["reset"].focus()
-        assert tab_to(page, buttons["step back"]) == 1
-        assert tab_to(page, buttons["play"]) == 1
-        assert tab_to(page, buttons["step ▶"]) == 1
-        page.keyboard.press("Enter")
-        expect(caption).to_contain_text("Step 1 of 5")
-        page.keyboard.press("Space")
-        expect(caption).to_contain_text("Step 2 of 5")
-        handle = stepper.locator(".noUi-handle").first
-        tab_to(page, handle)
-        page.keyboard.press("ArrowRight")
-        expect(caption).to_contain_text("Step 3 of 5")
-        page.keyboard.press("ArrowLeft")
-        expect(caption).to_contain_text("Step 2 of 5")
-        tab_to(page, buttons["play"], back=True)
-        page.keyboard.press("Space")  # plays to the end, one step every 0.9 s
-        expect(caption).to_contain_text("Step 5 of 5", timeout=30_000)
-        expect(buttons["play"]).to_contain_text("play")  # back to "▶ play" at the end
+    outputs = widgets_panel()
+    # -- backward stepper: buttons by Enter/Space, the slider by arrow keys
+    stepper = outputs.nth(0)
+    caption = stepper.locator(".widget-html-content").first
+    buttons = {
+        name: stepper.locator(".jupyter-button", has_text=name).first
+        for name in ("reset", "step back", "play", "step ▶")
+    }
+    buttons["reset"].focus()
+    page.keyboard.press("Enter")
+    expect(caption).to_contain_text("Step 0 of 5")
+    assert tab_to(page, buttons["step back"]) == 1
+    assert tab_to(page, buttons["play"]) == 1
+    assert tab_to(page, buttons["step ▶"]) == 1
+    page.keyboard.press("Enter")
+    expect(caption).to_contain_text("Step 1 of 5")
+    page.keyboard.press("Space")
+    expect(caption).to_contain_text("Step 2 of 5")
+    handle = stepper.locator(".noUi-handle").first
+    tab_to(page, handle)
+    page.keyboard.press("ArrowRight")
+    expect(caption).to_contain_text("Step 3 of 5")
+    page.keyboard.press("ArrowLeft")
+    expect(caption).to_contain_text("Step 2 of 5")
+    tab_to(page, buttons["play"], back=True)
+    page.keyboard.press("Space")  # plays to the end, one step every 0.9 s
+    expect(caption).to_contain_text("Step 5 of 5", timeout=30_000)
+    expect(buttons["play"]).to_contain_text("play")  # back to "▶ play" at the end
 
-        # -- finite-difference explorer: its slider by arrow keys
-        explorer = outputs.nth(1)
-        text = explorer.locator(".widget-html-content").first
-        expect(text).to_contain_text("x = 1.000")
-        explorer.locator(".noUi-handle").first.focus()
-        page.keyboard.press("ArrowRight")
-        expect(text).to_contain_text("x = 1.020")  # one slider step: (3 - (-1)) / 200
+    # -- finite-difference explorer: its slider by arrow keys
+    explorer = outputs.nth(1)
+    text = explorer.locator(".widget-html-content").first
+    expect(text).to_contain_text("x = 1.000")
+    explorer.locator(".noUi-handle").first.focus()
+    page.keyboard.press("ArrowRight")
+    expect(text).to_contain_text("x = 1.020")  # one slider step: (3 - (-1)) / 200
 
-        # -- dashboard: sliders by arrows, the dropdown by arrows, Start by Enter, Step by Space
-        dashboard = outputs.nth(2)
-        status = dashboard.locator(".widget-html-content").first
-        handles = dashboard.locator(".noUi-handle")
-        handles.nth(0).focus()
-        page.keyboard.press("ArrowRight")  # learning rate 0.1 -> 10^(-0.9)
-        expect(dashboard.locator(".widget-readout").first).to_have_text("0.126")
-        tab_to(page, handles.nth(1))
-        tab_to(page, handles.nth(2))
-        tab_to(page, dashboard.locator("select").first)
-        tab_to(page, handles.nth(3))
-        start = dashboard.locator(".jupyter-button", has_text="Start").first
-        tab_to(page, start)
-        page.keyboard.press("Enter")
-        expect(status).to_contain_text("step 20,", timeout=60_000)
-        step = dashboard.locator(".jupyter-button", has_text="Step").first
-        tab_to(page, step)
-        page.keyboard.press("Space")
-        expect(status).to_contain_text("step 21,", timeout=30_000)
-        screenshot(dashboard, "keyboard-dashboard-after-start")
+    # -- dashboard: sliders by arrows, the dropdown by arrows, Start by Enter, Step by Space
+    dashboard = outputs.nth(2)
+    status = dashboard.locator(".widget-html-content").first
+    handles = dashboard.locator(".noUi-handle")
+    handles.nth(0).focus()
+    page.keyboard.press("ArrowRight")  # learning rate 0.1 -> 10^(-0.9)
+    expect(dashboard.locator(".widget-readout").first).to_have_text("0.126")
+    tab_to(page, handles.nth(1))
+    tab_to(page, handles.nth(2))
+    tab_to(page, dashboard.locator("select").first)
+    tab_to(page, handles.nth(3))
+    start = dashboard.locator(".jupyter-button", has_text="Start").first
+    tab_to(page, start)
+    before = dashboard_step(status.inner_text())
+    page.keyboard.press("Enter")
+    expect(status).to_contain_text(f"step {before + 20},", timeout=60_000)
+    step = dashboard.locator(".jupyter-button", has_text="Step").first
+    tab_to(page, step)
+    page.keyboard.press("Space")
+    expect(status).to_contain_text(f"step {before + 21},", timeout=30_000)
+    screenshot(dashboard, "keyboard-dashboard-after-start")
 
-        # -- the linearize viewer (chapter 08): its toggle buttons by Tab and Enter
-        viewer = outputs.nth(3)
-        toggles = viewer.locator(".widget-toggle-button")
-        toggles.nth(0).focus()
-        tab_to(page, toggles.nth(1))
-        page.keyboard.press("Enter")
-        expect(viewer.locator(".widget-html-content").first).to_contain_text("vjp")
-        expect(toggles.nth(1)).to_have_class(re.compile("mod-active"))
+    # -- the linearize viewer (chapter 08): its toggle buttons by Tab and Enter
+    viewer = outputs.nth(3)
+    toggles = viewer.locator(".widget-toggle-button")
+    toggles.nth(0).focus()
+    tab_to(page, toggles.nth(1))
+    page.keyboard.press("Enter")
+    expect(viewer.locator(".widget-html-content").first).to_contain_text("vjp")
+    expect(toggles.nth(1)).to_have_class(re.compile("mod-active"))
 
-        # -- the checkpoint explorer (chapter 07): its selection slider by arrow keys
-        checkpoints = outputs.nth(4)
-        readout = checkpoints.locator(".widget-readout").first
-        before = readout.inner_text()
-        checkpoints.locator(".noUi-handle").first.focus()
-        page.keyboard.press("ArrowRight")
-        expect(readout).not_to_have_text(before)
-    finally:
-        lab_walk.close(page, report["id"])
+    # -- the checkpoint explorer (chapter 07): its selection slider by arrow keys
+    checkpoints = outputs.nth(4)
+    readout = checkpoints.locator(".widget-readout").first
+    before = readout.inner_text()
+    checkpoints.locator(".noUi-handle").first.focus()
+    page.keyboard.press("ArrowRight")
+    expect(readout).not_to_have_text(before)
+
+
+def dashboard_step(status: str) -> int:
+    """The step count in the dashboard's status line (0 while untrained)."""
+    found = re.search(r"step (\d+),", status)
+    return int(found.group(1)) if found else 0
 
 
 # --- colour vision --------------------------------------------------------------------------
@@ -393,7 +409,7 @@ def assert_distinct(seen, pairs, name: str) -> dict[str, float]:
     return smallest
 
 
-def test_highlight_and_classes_survive_colour_blindness(lab, screenshot):
+def test_highlight_and_classes_survive_colour_blindness(lab, widgets_panel, screenshot):
     """The stepper's highlight (the active node's fill and vermillion border; the blue border
     of the nodes that just received a share) and the dashboard's two classes stay at least
     MIN_DELTA_E apart under simulated deuteranopia and protanopia, on real screenshots: the
@@ -403,41 +419,34 @@ def test_highlight_and_classes_survive_colour_blindness(lab, screenshot):
     from autodiff_lab.viz import drawing
     from autodiff_lab.viz.dashboard import CLASS_COLORS
 
-    page = lab
-    report = lab_walk.run_notebook(page, NOTEBOOK)
-    try:
-        outputs = page.locator(f"#{report['id']} .jp-Cell .jp-OutputArea-output")
-        stepper = outputs.nth(0)
-        for _ in range(3):  # step 3: c = a * b runs; a and b receive their shares
-            stepper.locator(".jupyter-button", has_text="step ▶").first.click()
-        expect(stepper.locator(".widget-html-content").first).to_contain_text("Step 3 of 5")
-        picture = stepper.locator(".widget-html-content svg").first
-        png = screenshot(picture, "cvd-stepper-step3").read_bytes()
-        colours = {
-            "active fill": drawing.FILL_ACTIVE,
-            "input fill": drawing.FILL_INPUT,
-            "output fill": drawing.FILL_OUTPUT,
-            "operation fill": drawing.FILL_OP,
-            "value fill (white)": drawing.FILL_VALUE,
-            "active border": drawing.OKABE_ITO["vermillion"],
-            "touched border": drawing.OKABE_ITO["blue"],
-        }
-        seen = seen_colours(png, colours, "stepper", min_pixels=10)
-        pairs = [("active fill", other) for other in list(colours)[1:5]]
-        pairs.append(("active border", "touched border"))
-        stepper_dE = assert_distinct(seen, pairs, "stepper")
+    outputs = widgets_panel()
+    stepper = outputs.nth(0)
+    stepper.locator(".jupyter-button", has_text="reset").first.click()
+    for _ in range(3):  # step 3: c = a * b runs; a and b receive their shares
+        stepper.locator(".jupyter-button", has_text="step ▶").first.click()
+    expect(stepper.locator(".widget-html-content").first).to_contain_text("Step 3 of 5")
+    picture = stepper.locator(".widget-html-content svg").first
+    png = screenshot(picture, "cvd-stepper-step3").read_bytes()
+    colours = {
+        "active fill": drawing.FILL_ACTIVE,
+        "input fill": drawing.FILL_INPUT,
+        "output fill": drawing.FILL_OUTPUT,
+        "operation fill": drawing.FILL_OP,
+        "value fill (white)": drawing.FILL_VALUE,
+        "active border": drawing.OKABE_ITO["vermillion"],
+        "touched border": drawing.OKABE_ITO["blue"],
+    }
+    seen = seen_colours(png, colours, "stepper", min_pixels=10)
+    pairs = [("active fill", other) for other in list(colours)[1:5]]
+    pairs.append(("active border", "touched border"))
+    stepper_dE = assert_distinct(seen, pairs, "stepper")
 
-        dashboard = outputs.nth(2)
-        dashboard.locator(".jupyter-button", has_text="Start").first.click()
-        expect(dashboard.locator(".widget-html-content").first).to_contain_text(
-            "step 20,", timeout=60_000
-        )
-        png = screenshot(dashboard.locator(".widget-image").first, "cvd-dashboard").read_bytes()
-        classes = {"class 0": CLASS_COLORS[0], "class 1": CLASS_COLORS[1]}
-        seen = seen_colours(png, classes, "dashboard", tolerance=12, min_pixels=30)
-        dash_dE = assert_distinct(seen, [("class 0", "class 1")], "dashboard")
-    finally:
-        lab_walk.close(page, report["id"])
+    dashboard = outputs.nth(2)  # the training points are drawn in their class colours
+    dashboard.scroll_into_view_if_needed()
+    png = screenshot(dashboard.locator(".widget-image").first, "cvd-dashboard").read_bytes()
+    classes = {"class 0": CLASS_COLORS[0], "class 1": CLASS_COLORS[1]}
+    seen = seen_colours(png, classes, "dashboard", tolerance=12, min_pixels=30)
+    dash_dE = assert_distinct(seen, [("class 0", "class 1")], "dashboard")
     print("smallest ΔE:", {k: round(v, 1) for k, v in {**stepper_dE, **dash_dE}.items()})
 
 
