@@ -50,7 +50,7 @@ BARE_REPR = re.compile(
 )
 
 #: Notebooks in flight at once (one kernel each: the machine has two cores).
-IN_FLIGHT = 2
+IN_FLIGHT = 3
 
 
 @pytest.fixture(scope="module")
