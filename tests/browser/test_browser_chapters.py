@@ -130,6 +130,11 @@ def test_notebook_runs_cleanly_in_jupyterlab(walk_page, path, console_gate, scre
                 )
         kind = "exercise-" if path.startswith("exercises/") else ""
         name = f"{kind}{Path(path).stem}"
+        # the picture shows the first live widget (or the first output) after the run
+        panel.evaluate(
+            "p => (p.querySelector('.jp-OutputArea-output .jupyter-widgets')"
+            " || p.querySelector('.jp-OutputArea-output'))?.scrollIntoView({block: 'center'})"
+        )
         screenshot(page, f"walk-{name}")
     finally:
         lab_walk.close(page, report["id"])
