@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import colour_vision as cv
@@ -208,8 +209,16 @@ def audit_both_themes(page, name: str, screenshot) -> dict[str, list[dict]]:
 
 
 def assert_no_failures(found: dict[str, list[dict]]) -> None:
+    """Fail on :func:`failures`; the open course gaps that occurred are shown as a warning."""
     messages = [f"{theme}: {m}" for theme, vs in found.items() for m in failures(vs)]
     assert not messages, "accessibility violations:\n" + "\n".join(messages)
+    still_open = set()
+    for v in (v for vs in found.values() for v in vs if v["course"]):
+        for gap in OPEN_COURSE_GAPS:
+            if matches(v, [gap]):
+                still_open.add(f"{gap[0]} ({gap[2]})")
+    if still_open:
+        warnings.warn(f"open accessibility gaps: {', '.join(sorted(still_open))}", stacklevel=2)
 
 
 def test_axe_chapter_with_backward_stepper(lab, screenshot):
