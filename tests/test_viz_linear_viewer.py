@@ -175,6 +175,22 @@ def test_side_by_side_shows_both_directions_as_captioned_images(view):
     assert "display:flex" in html and "flex-wrap:wrap" in html
 
 
+def test_side_by_side_never_shrinks_a_picture_below_two_thirds_of_its_size(view):
+    """Side by side, each picture may shrink to its flex basis only: 2/3 of the width graphviz
+    gave it (pt -> px is 4/3), so its 12 pt labels stay >= 8 pt. (A fixed 480 px basis let
+    chapter 08's transposed graph, over 1100 px wide, shrink to under half its size.)"""
+    html = view.side_by_side()._repr_mimebundle_()["text/html"]
+    bases = [int(b) for b in re.findall(r"flex:1 1 (\d+)px", html)]
+    widths = [
+        float(re.search(r'<svg\b[^>]*?\swidth="([\d.]+)pt"', view.drawing(d).svg).group(1))
+        for d in ("jvp", "vjp")
+    ]
+    assert len(bases) == 2 and widths[1] > widths[0]  # the transpose's sums widen its inputs
+    for basis, width_pt in zip(bases, widths):
+        assert basis >= 2 / 3 * width_pt * 4 / 3 - 1
+        assert 12 * basis / (width_pt * 4 / 3) >= 8 - 0.02
+
+
 def test_the_tangent_menu_picks_a_column_of_the_jacobian():
     viewer = LinearizeViewer(f, X, Y, tangents=(TX, TY), cotangent=CT)
     assert isinstance(viewer.tangent, widgets.Dropdown)  # a <select>: keyboard operable

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html as html_lib
 import numbers
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -292,17 +293,34 @@ class LinearView:
         return rows
 
 
+#: The smallest share of its natural size a picture of :class:`SideBySide` is shrunk to
+#: while it still sits next to the other one (its 12 pt labels stay >= 8 pt, ~10.7 px).
+MIN_SCALE = 2 / 3
+_SVG_WIDTH = re.compile(r'<svg\b[^>]*?\swidth="([\d.]+)pt"')
+
+
+def natural_width_px(svg: str) -> float:
+    """The width graphviz gives the picture, in CSS pixels (1 pt = 4/3 px)."""
+    found = _SVG_WIDTH.search(svg)
+    if not found:
+        raise ValueError("SideBySide: the drawing's SVG states no width in pt")
+    return float(found.group(1)) * 4 / 3
+
+
 class SideBySide:
-    """Drawings next to each other (wrapping on narrow screens), each with a caption that
-    repeats its text alternative's title. Shown as HTML images, so the picture survives
-    the sanitizing of untrusted notebooks."""
+    """Drawings next to each other, each with a caption that repeats its text alternative's
+    title. Each may shrink to ``MIN_SCALE`` of its natural width (its flex basis); where the
+    screen has no room for both at that size, they wrap, one above the other, so the labels
+    stay legible. Shown as HTML images, so the picture survives the sanitizing of untrusted
+    notebooks."""
 
     def __init__(self, drawings: Sequence[GraphDrawing]):
         self.drawings = list(drawings)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         figures = "".join(
-            '<figure style="margin:0;flex:1 1 480px;min-width:0">'
+            '<figure style="margin:0;min-width:0;'
+            f'flex:1 1 {round(MIN_SCALE * natural_width_px(d.svg))}px">'
             f"{svg_img_tag(d.svg, d.alt_text)}"
             f'<figcaption style="font-size:12px;color:#1a1a1a">{html_lib.escape(d.alt_title)}'
             "</figcaption></figure>"
