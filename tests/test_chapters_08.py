@@ -152,6 +152,31 @@ def test_stored_outputs_show_the_linear_graph_and_the_transposed_gradient(cells)
     assert f"{math.cos(0.5):.4f}" == "0.8776" and "0.8776" in _markdown(cells)
 
 
+def test_the_stored_side_by_side_is_legible_and_shows_the_fan_in_sum(cells):
+    """The transposed picture the text walks through: reversed edges carry the shares
+    cos 0.5, 2 and 0.5, x's cotangent is drawn as the sum of its two shares, and neither
+    picture may shrink below 2/3 of its natural width next to the other (labels >= 8 pt)."""
+    import base64
+
+    cell = next(c for c in cells if _source(c).strip() == "view.side_by_side()")
+    html = "".join(cell["outputs"][0]["data"]["text/html"])
+    svgs = [
+        base64.b64decode(b).decode("utf-8")
+        for b in re.findall(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", html)
+    ]
+    bases = [int(b) for b in re.findall(r"flex:1 1 (\d+)px", html)]
+    assert len(svgs) == 2 and len(bases) == 2
+    for svg, basis in zip(svgs, bases):
+        width_px = float(re.search(r'<svg\b[^>]*?\swidth="([\d.]+)pt"', svg).group(1)) * 4 / 3
+        assert basis >= 2 / 3 * width_px - 1, (basis, width_px)
+    jvp_svg, vjp_svg = svgs
+    cos = f"{math.cos(0.5):.4f}"
+    assert f"cotangent {2 + math.cos(0.5):.4f} = 2.0000 + {cos}" in vjp_svg
+    assert vjp_svg.count("fan&#45;out") == 2 and "fan&#45;out" not in jvp_svg
+    for share in (cos, "2.0000", "0.5000"):  # the multiplications' shares on reversed edges
+        assert f">{share}</text>" in vjp_svg, share
+
+
 def test_the_widget_is_in_the_chapter_with_its_static_fallback(cells):
     widget = next(c for c in cells if "LinearizeViewer(h" in _source(c))
     bundle = widget["outputs"][0]["data"]
