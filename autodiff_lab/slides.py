@@ -167,6 +167,15 @@ _OFFLINE_JS = """
     if (inner.length) { inner.forEach(function (s) { leaves.push(s); }); }
     else { leaves.push(slide); }
   });
+  // wide tables and display math may scroll sideways: a keyboard user can focus them (Tab)
+  // and scroll them with the left/right arrows (WCAG 2.1.1)
+  var wideContent = '.jp-RenderedMarkdown table, .jp-RenderedMarkdown math[display="block"]';
+  document.querySelectorAll(wideContent).forEach(function (wide) {
+    var box = wide.closest('.jp-RenderedMarkdown');
+    box.setAttribute('tabindex', '0');
+    box.setAttribute('role', 'region');
+    box.setAttribute('aria-label', 'text with a wide table or formula (arrow keys scroll it)');
+  });
   var current = 0, shown = 0;
   var counter = document.createElement('div');
   counter.id = 'offline-counter';
@@ -195,6 +204,9 @@ _OFFLINE_JS = """
     render();
   }
   document.addEventListener('keydown', function (e) {
+    var focused = document.activeElement;
+    var inRegion = focused && focused.getAttribute('role') === 'region';
+    if (inRegion && (e.key === 'ArrowLeft' || e.key === 'ArrowRight')) { return; }
     if (['ArrowRight', 'ArrowDown', 'PageDown', ' '].indexOf(e.key) >= 0) { next(); }
     else if (['ArrowLeft', 'ArrowUp', 'PageUp'].indexOf(e.key) >= 0) { prev(); }
     else if (e.key === 'Home') { current = 0; shown = 0; render(); }

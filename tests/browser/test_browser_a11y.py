@@ -4,9 +4,9 @@
    wcag21a, wcag21aa, on: chapter 02 run in JupyterLab (it has the backward stepper), a
    notebook with the training dashboard and the other widgets, exercise notebook 01 run (its
    scorecards), each in JupyterLab's light and dark themes (axe's color-contrast rule checks
-   text at 4.5:1, large text 3:1, in both), and the offline slide export of chapter 02
-   (``autodiff-lab slides 02 --offline``). A serious or critical violation fails the test
-   when its element is the course's: inside a cell's output or rendered Markdown in
+   text at 4.5:1, large text 3:1, in both), and the offline slide exports of chapters 01, 02
+   and 08 (``autodiff-lab slides 02 --offline``). A serious or critical violation fails the
+   test when its element is the course's: inside a cell's output or rendered Markdown in
    JupyterLab, anywhere in the slide export. Elsewhere (JupyterLab's own menus, panels,
    editor) it must be listed in :data:`JUPYTERLAB_OWNED` (rule id and selector pattern, as
    THIRD_PARTY_CONSOLE_ERRORS lists console errors), else it fails too — so the list stays
@@ -251,10 +251,16 @@ def test_axe_exercise_scorecards(lab, screenshot):
     assert_no_failures(found)
 
 
-def test_axe_offline_slide_export(browser_page, tmp_path, screenshot):
+#: Offline slide exports audited: the stepper chapter, and the two whose wide formula (01)
+#: or table (08) scrolls sideways (focusable regions, see autodiff_lab/slides.py).
+SLIDE_CHAPTERS = ["01_forward_mode", "02_reverse_mode", "08_transformations"]
+
+
+@pytest.mark.parametrize("chapter", SLIDE_CHAPTERS)
+def test_axe_offline_slide_export(browser_page, tmp_path, screenshot, chapter):
     from autodiff_lab.slides import export_slides
 
-    html = export_slides(ROOT / "notebooks" / "02_reverse_mode.ipynb", tmp_path, offline=True)
+    html = export_slides(ROOT / "notebooks" / f"{chapter}.ipynb", tmp_path, offline=True)
     page = browser_page
     page.goto(html.as_uri())
     page.wait_for_selector("#offline-counter")
@@ -266,8 +272,8 @@ def test_axe_offline_slide_export(browser_page, tmp_path, screenshot):
         " .reveal .fragment { visibility: visible !important; }"
     )
     found = audit(page, whole_page_is_course=True)
-    screenshot(page, "a11y-slides02-offline-all", full_page=True)
-    assert_no_failures({"offline slides": found})
+    screenshot(page, f"a11y-slides-{chapter}-offline-all", full_page=True)
+    assert_no_failures({f"offline slides {chapter}": found})
 
 
 # --- keyboard -------------------------------------------------------------------------------
