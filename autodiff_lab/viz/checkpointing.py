@@ -46,7 +46,7 @@ import numpy as np
 from ..extend import checkpoint
 from ..ops import tanh
 from ..tensor import Tensor
-from .explorers import figure_png
+from .explorers import AltImage, figure_png
 from .render import render_svg, static_fallback, svg_img_tag
 
 #: Okabe–Ito colours: kept values (blue), recomputed steps (vermillion/orange).
@@ -229,7 +229,7 @@ class CheckpointExplorer(widgets.VBox):
         )
         self.drawing = widgets.HTML()
         self.caption = widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.image = AltImage(format="png", layout=widgets.Layout(max_width="100%"))
         self.slider.observe(lambda change: self.update(), names="value")
         super().__init__([self.slider, self.drawing, self.caption, self.image])
         self.update()
@@ -283,6 +283,13 @@ class CheckpointExplorer(widgets.VBox):
             self._draw,
             size=(8.5, 3.2),
             margins={"left": 0.09, "right": 0.98, "bottom": 0.16, "top": 0.88, "wspace": 0.3},
+        )
+        ks = sorted(self.results)
+        self.image.tooltip = (  # the plot's text alternative (the <img>'s title)
+            "Two plots against the number of segments k ("
+            + ", ".join(map(str, ks))
+            + "): peak memory and the time of one gradient, both measured on this machine; "
+            f"the current k = {k} is circled."
         )
 
     def _draw(self, fig) -> None:
