@@ -290,6 +290,10 @@ def answered_exercises(nb: dict, file_name: str) -> tuple[list[Exercise], list[s
     return chosen, notes
 
 
+#: Automatic-differentiation packages other than this course's, noted when an answer uses them.
+OTHER_AUTODIFF = ("torch", "jax", "tensorflow", "autograd", "micrograd")
+
+
 def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
     """Notes for answers whose body calls a FUNCTION of the course library (``autodiff_lab``).
 
@@ -297,6 +301,9 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
     (``ops.softmax`` for 4.3, ``functional.hvp`` for 6.3…) is NOT refused — the grader
     checks answers, and later exercises build on the library — but the report names what
     was called, for the lecturer to judge. Classes (``Tensor``, ``Value``) are not noted.
+    An answer whose body uses another automatic-differentiation library (PyTorch, JAX,
+    TensorFlow, autograd, micrograd: ``torch.tile(...).backward()`` for 4.1) is noted the
+    same way.
     """
     import ast
     import importlib
@@ -310,6 +317,7 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
             return None
 
     imported: dict[str, Any] = {}
+    foreign: set[str] = set()  # local names bound to another autodiff library
     functions: dict[str, ast.AST] = {}
     for source in cells:
         try:
@@ -317,6 +325,11 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    module = node.module if isinstance(node, ast.ImportFrom) else alias.name
+                    if (module or "").split(".")[0] in OTHER_AUTODIFF:
+                        foreign.add(alias.asname or alias.name.split(".")[0])
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autodiff_lab"):
                 for alias in node.names:
                     obj = resolve(f"{node.module}.{alias.name}") or resolve(
@@ -335,12 +348,14 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
         body = functions.get(exercise.answer)
         if body is None:
             continue
-        used = set()
+        used, others = set(), set()
         for node in ast.walk(body):
             chain: list[str] = []
             while isinstance(node, ast.Attribute):
                 chain.insert(0, node.attr)
                 node = node.value
+            if isinstance(node, ast.Name) and node.id in foreign:
+                others.add(".".join([node.id, *chain]))
             if not isinstance(node, ast.Name) or node.id not in imported:
                 continue
             obj, path = imported[node.id], [node.id]
@@ -354,6 +369,12 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
             notes.append(
                 f"exercise {exercise.id}: `{exercise.answer}` calls the library's own "
                 f"{', '.join(sorted(used))} (allowed; check that it does what the exercise asked)"
+            )
+        if others:
+            notes.append(
+                f"exercise {exercise.id}: `{exercise.answer}` uses another autodiff library: "
+                f"{', '.join(sorted(others)[:5])} (allowed; check that it does what the "
+                "exercise asked)"
             )
     return notes
 

@@ -12,7 +12,9 @@ of local derivatives, and the two-layer network's training written out by hand.
 
 Trust note for 7.3: the peak memory is measured in the student's process (the only place it
 can be), so a student who edits the runner could report any number; the gradient is still
-judged here.
+judged here. The short ways of lying (stopping, clearing or resetting tracemalloc, patching
+its functions or ``round``, running the chain in a forked child) give no reading, which
+scores nothing (:mod:`autodiff_lab.grading.runners.ch07`; tests/test_grading_attacks_new.py).
 """
 
 from __future__ import annotations
@@ -274,13 +276,21 @@ def _right_gradient(got, exp) -> bool:
     return close(got.get("grad"), exp["grad"], atol=0.0)
 
 
+def _within_budget(got, exp) -> bool:
+    peak = got.get("peak_arrays")
+    return (
+        isinstance(peak, int | float)
+        and not isinstance(peak, bool)
+        and (peak <= exp["peak_arrays_max"])
+    )
+
+
 def _chain_compare(got, expected) -> bool:
     """Right gradient (relative error only: the products of many factors below 1 are tiny,
-    and an absolute tolerance would pass zeros) and peak memory within the budget."""
+    and an absolute tolerance would pass zeros) and peak memory within the budget (a
+    number: the runner sends None when the answer kept it from being measured)."""
     return (
-        isinstance(got, dict)
-        and _right_gradient(got, expected)
-        and got.get("peak_arrays", math.inf) <= expected["peak_arrays_max"]
+        isinstance(got, dict) and _right_gradient(got, expected) and _within_budget(got, expected)
     )
 
 
@@ -306,6 +316,13 @@ CHAIN = Exercise(
             lambda got, exp, case: (
                 _right_gradient(got, exp) and got["peak_arrays"] > exp["peak_arrays_max"]
             ),
+        ),
+        Mistake(
+            "The peak memory could not be measured (see 'memory' in the result): the answer "
+            "stopped, restarted or cleared tracemalloc, or ran the chain's steps outside this "
+            "process. Leave tracemalloc alone and call step here; the budget is met by "
+            "checkpointing, not by hiding the memory.",
+            lambda got, exp, case: got["peak_arrays"] is None,
         ),
     ),
     nudges=(

@@ -8,11 +8,27 @@ data. Nothing here knows the right result: references and mistakes live in
 :mod:`autodiff_lab.grading.exercises.ch07`, which the student's process never imports.
 Floating-point warnings are silenced: a NaN or an overflow is an answer to report, not a
 crash.
+
+7.1 and 7.2 clear ``x.grad`` after the answer returns, so the gradient graded is the one
+``backward`` computes, never one the answer wrote into ``x.grad`` by hand.
+
+7.3's memory is measured here, in the student's process, so it cannot be protected against
+a student who rewrites this runner; it is protected against the short ways of lying about
+it: :mod:`tracemalloc`'s functions and ``round``/``max`` are bound when this module is
+imported (the grader's worker imports it before any cell runs), so patching
+``tracemalloc.get_traced_memory`` or ``builtins.round`` in the notebook changes nothing; the
+traced memory is also sampled at every call of ``step``, so ``tracemalloc.reset_peak()``
+after a plain backprop does not hide its peak; a marker allocated before the answer runs
+must still be traced after it, so ``tracemalloc.stop()`` or ``clear_traces()`` is seen; and
+``step`` must run at least ``n`` times in this process, so a chain run in a forked child is
+seen. Each gives no memory reading (``peak_arrays`` is None, ``memory`` says why).
 """
 
 from __future__ import annotations
 
+import builtins
 import gc
+import os
 import tracemalloc
 
 import numpy as np
@@ -22,6 +38,12 @@ from ...graph import topological_order
 from ...kinds import is_node
 from ...tensor import Tensor
 from .common import as_array, number
+
+# Bound now (before any student code runs in the grader's worker): see the module docstring.
+_trace_start, _trace_stop = tracemalloc.start, tracemalloc.stop
+_traced_memory, _is_tracing = tracemalloc.get_traced_memory, tracemalloc.is_tracing
+_traceback_of = tracemalloc.get_object_traceback
+_round, _max, _getpid = builtins.round, builtins.max, os.getpid
 
 
 def _grad_list(t: Tensor):
@@ -36,6 +58,7 @@ def _safe_norm_run(answer, inputs):
     t = Tensor(np.array(x, dtype=np.float64), requires_grad=True)
     with np.errstate(all="ignore"):
         out = answer(t)
+        t.grad = None  # the gradient graded is backward's, not one written by hand
         value = number(out)
         if is_node(out) and getattr(out, "requires_grad", True):
             out.backward()
@@ -50,6 +73,7 @@ def _logsumexp_run(answer, inputs):
     t = Tensor(np.array(x, dtype=np.float64), requires_grad=True)
     with np.errstate(all="ignore"):
         out = answer(t)
+        t.grad = None  # the gradient graded is backward's, not one written by hand
         value = number(out)
         nodes = len(topological_order(out)) if is_node(out) else 0
         if is_node(out) and out.requires_grad:
@@ -72,18 +96,51 @@ def _sin_step(h):
 CHAIN_STEPS = {"0.9 tanh(h) + 0.1": _tanh_step, "h + 0.1 sin(h)": _sin_step}
 
 
+class _WatchedStep:
+    """``step`` for the student, counting its calls in this process and sampling the traced
+    memory at each one (the largest sample bounds the peak from below, whatever the answer
+    does to tracemalloc's own peak)."""
+
+    def __init__(self, step) -> None:
+        self.step, self.calls, self.largest, self.pid = step, 0, 0, _getpid()
+        self.__name__ = self.__qualname__ = getattr(step, "__name__", "step")
+        self.__doc__ = step.__doc__
+
+    def __call__(self, h):
+        if _getpid() == self.pid:
+            self.calls += 1
+            self.largest = _max(self.largest, _traced_memory()[0])
+        return self.step(h)
+
+
 def _chain_run(answer, inputs):
     name, x, n = inputs
     x = np.array(x, dtype=np.float64)
+    step = _WatchedStep(CHAIN_STEPS[name])
     gc.collect()
-    tracemalloc.start()
+    _trace_stop()  # a clean start, even if the notebook left tracemalloc running
+    _trace_start()
     try:
-        grad = answer(CHAIN_STEPS[name], x, n)
-        peak = tracemalloc.get_traced_memory()[1]
+        marker = bytearray(64)  # traced from now on: its trace is lost if tracing was reset
+        grad = answer(step, x, n)
+        kept = _is_tracing() and _traceback_of(marker) is not None
+        peak = _max(_traced_memory()[1], step.largest)
     finally:
-        tracemalloc.stop()
+        _trace_stop()
+    note = "measured"
+    if not kept:
+        note = "not measured: tracemalloc was stopped, restarted or cleared during the answer"
+    elif step.calls < n:
+        note = (
+            f"not measured: step ran {step.calls} times in this process, fewer than the "
+            f"chain's n = {n} steps"
+        )
     # memory in units of one array of the chain (first: the scorecard shows it untruncated)
-    return {"peak_arrays": round(peak / x.nbytes, 1), "grad": as_array(grad).tolist()}
+    return {
+        "peak_arrays": _round(peak / x.nbytes, 1) if note == "measured" else None,
+        "memory": note,
+        "grad": as_array(grad).tolist(),
+    }
 
 
 # --- 7.4 a training run tamed by gradient clipping ---------------------------------------------
