@@ -279,16 +279,62 @@ def test_sum_axis_keepdims_matches_pytorch(engine, rng, torch):
 # --- what goes wrong, and the messages ------------------------------------------------------
 
 
-def test_the_first_add_fails_on_a_bias_and_the_errors_name_the_shapes(engine):
-    """Step 4's example: chapter 03's `+=` rule cannot take a broadcast gradient."""
-    namespace = dict(engine)
-    _run(namespace, _cell("def add(self, other):", "self.grad += out.grad\n"), "add v1")
-    Tensor = namespace["Tensor"]
-    x, b = Tensor(np.ones((4, 3))), Tensor(np.zeros(3))
+def _early_engine() -> dict:
+    """The engine after steps 1-3 only: chapter 03's rules on arrays, no unbroadcast, no @,
+    a sum() without axis (the first versions of add, mul and sum)."""
+    namespace: dict = {"np": np}
+    for first_line, marker in (
+        ("class Tensor:", None),
+        ("def add(self, other):", "self.grad += out.grad\n"),
+        ("def mul(self, other):", "self.grad += other.data * out"),
+        ("def tensor_sum(self):", None),
+        ("def topological_order(root):", None),
+        ("def backward(self):", None),
+    ):
+        _run(namespace, _cell(first_line, marker), first_line)
+    return namespace
+
+
+def test_each_new_piece_starts_from_an_example_that_fails():
+    """Step 4: a bias (and a constant) break `+=`; step 5: no `@` yet; step 6: no `axis`.
+    The text names each failure; the finished engine runs the same lines."""
+    early = _early_engine()["Tensor"]
     with pytest.raises(ValueError):
-        (x + b).sum().backward()
+        (early(np.ones((4, 3))) + early(np.zeros(3))).sum().backward()
+    with pytest.raises(ValueError):  # "`X + 1` fails the same way"
+        (early(np.ones((4, 3))) + 1).sum().backward()
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for @"):
+        early(np.ones((4, 3))) @ early(np.ones((3, 2)))
+    with pytest.raises(TypeError, match="axis"):
+        early(np.ones((4, 3))).sum(axis=1)
+    text = " ".join(markdown_text(CH04).split())
+    assert "`X + 1` fails the same way" in text
+    assert '`X @ W` stops with a `TypeError` ("unsupported operand type(s) for @")' in text
+    assert "`sum(axis=1)`, which today stops with a `TypeError` (no argument `axis`)" in text
+    Tensor = _fresh_engine()["Tensor"]
+    x, one = Tensor(np.ones((4, 3))), Tensor(1.0)
+    (x + Tensor(np.zeros(3)) + one).sum().backward()
+    assert one.grad == 12.0 and Tensor(np.ones((4, 3))).sum(axis=1).shape == (4,)
+
+
+def test_numpy_arrays_on_either_side_reach_the_engine(engine, rng):
+    """`__array_ufunc__ = None`: `W * t` with a numpy W is the Tensor's op, not an object
+    array of Tensors; `t @ W` takes an array as `+` and `*` do."""
     Tensor = engine["Tensor"]
-    with pytest.raises(ValueError, match=r"\(2, 3\).*\(2, 3\)"):
+    x0, w, b0, g = (rng.normal(size=s) for s in ((4, 3), (4, 3), (3, 2), (4, 2)))
+    x = Tensor(x0)
+    y = w * x + w
+    assert isinstance(y, Tensor) and y.shape == (4, 3)
+    (y * 2.0 + 1.0).sum().backward()
+    np.testing.assert_allclose(x.grad, 2 * w, rtol=1e-12)
+    a = Tensor(x0)
+    ((a @ b0) * g).sum().backward()
+    np.testing.assert_allclose(a.grad, g @ b0.T, rtol=1e-12)
+
+
+def test_the_errors_name_the_op_and_the_shapes(engine):
+    Tensor = engine["Tensor"]
+    with pytest.raises(ValueError, match=r"^@: cannot multiply \(2, 3\) by \(2, 3\)"):
         Tensor(np.ones((2, 3))) @ Tensor(np.ones((2, 3)))
     with pytest.raises(ValueError, match=r"one number.*\(4, 3\).*\.sum\(\)"):
         (Tensor(np.ones((4, 3))) * 2.0).backward()
@@ -448,7 +494,26 @@ def test_numbers_in_the_text_are_printed():
     assert 1e-16 < np.finfo(np.float64).eps < 1e-15
     nodes = re.findall(r"^\s+(\d+)\s+(\d+)\s+(\d+)$", _printed_by("def scalar_matmul(A, B):"), re.M)
     assert [(int(n), int(t)) for n, _, t in nodes] == [(2, 4), (4, 4), (8, 4), (16, 4)]
-    assert all(int(s) >= 2 * int(n) ** 3 for n, s, _ in nodes)  # "about 2n^3 nodes"
+    assert "gets more than $2n^3$ nodes" in " ".join(text.split())
+    # n^2 outputs of n products, n additions and a zero; 2 n^2 inputs; the total: n^2 + 1
+    assert all(int(s) == 2 * int(n) ** 3 + 4 * int(n) ** 2 + 1 for n, s, _ in nodes)
+
+
+def test_the_exercise_list_matches_the_registry():
+    """The closing list gives each exercise of chapter 04 with the level the registry has
+    (4.1 is the backward of np.tile)."""
+    from autodiff_lab.grading import registry
+
+    text = " ".join(markdown_text(CH04).split())
+    listed = text[text.index("**Graded exercises**") : text.index("each checked with")]
+    found = {}
+    for piece in listed.split(" · "):
+        (exercise,) = re.findall(r"\b4\.\d+\b", piece)
+        (level,) = re.findall(r"\((trivial|easy|medium|hard)\)", piece)
+        found[exercise] = (level, piece)
+    want = {e.id: e.level for e in registry.all_exercises() if e.id.startswith("4.")}
+    assert {k: level for k, (level, _) in found.items()} == want
+    assert "np.tile" in found["4.1"][1]
 
 
 # --- the map to the package -----------------------------------------------------------------
@@ -526,14 +591,16 @@ rng = _ShakenGenerator(rng)
 
 
 def _compared_text(cell) -> list[str]:
-    """What strict nbval compares, as text (streams joined; results' text/plain)."""
+    """What strict nbval compares (streams joined; results' text/plain, text/html and
+    image/svg+xml: the drawing prints values to 4 decimals; nbval skips PNG pictures)."""
     streams: dict[str, str] = {}
     results = []
     for out in cell.get("outputs", []):
         if out["output_type"] == "stream":
             streams[out["name"]] = streams.get(out["name"], "") + out["text"]
         elif out["output_type"] in ("execute_result", "display_data"):
-            results.append(out["data"].get("text/plain", ""))
+            data = out["data"]
+            results += [data.get(k, "") for k in ("text/plain", "text/html", "image/svg+xml")]
         elif out["output_type"] == "error":
             results.append(f"ERROR {out['ename']}: {out['evalue']}")
     return [f"{name}: {text}" for name, text in sorted(streams.items())] + results
