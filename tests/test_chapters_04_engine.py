@@ -550,7 +550,7 @@ def test_the_map_names_what_the_package_defines():
 
     t = al.Tensor(np.ones(2), requires_grad=True)
     assert all(hasattr(t, a) for a in ("data", "grad", "_prev", "_op", "label", "requires_grad"))
-    assert not hasattr(t * 2.0, "_backward"), "the map says: the same fields but `_backward`"
+    assert not hasattr(t * 2.0, "_backward"), "the map says: the same fields except `_backward`"
     assert all(hasattr(p, "vjp") for p in (primitives.ADD, primitives.MATMUL, primitives.SUM))
 
 
