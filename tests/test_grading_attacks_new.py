@@ -340,3 +340,26 @@ def test_the_long_input_reference_is_the_closed_form():
     expected[start:stop] = (1 - c) * np.asarray(ct)
     got = ch08.transpose_reference(case.inputs)["x0"]
     assert sizes["x0"] == ch08.LONG_INPUT and np.allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def test_a_numpy_function_wearing_another_ops_primitive_scores_nothing_on_6_5():
+    """Capstone 6.5: np.logaddexp given the .primitive of an unrelated user op passed the
+    value cases (6/18) before the runner required define_primitive's own op."""
+    from autodiff_lab.extend import define_primitive
+    from autodiff_lab.grading.exercises import ch06_primitive
+    from autodiff_lab.grading.runners.primitive import primitive_run
+
+    other = define_primitive("r3_attack_double", lambda x: 2 * x, vjp=lambda g, out, x: 2 * g)
+
+    def logaddexp(a, b):
+        return np.logaddexp(a, b)
+
+    logaddexp.primitive = other.primitive
+    exercise = ch06_primitive.EXERCISES[0]
+    cases = exercise.cases(np.random.default_rng(5))
+    values = [c for c in cases if c.inputs[0] == "value"]
+    assert values
+    for case in values:
+        got = primitive_run(logaddexp, case.inputs)
+        assert got["error"] == "NotAPrimitive"
+        assert not close(got, exercise.reference(case.inputs))

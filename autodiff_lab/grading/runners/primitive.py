@@ -18,14 +18,24 @@ Case kinds (``inputs[0]``)::
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
-from ...extend import USER_PRIMITIVES
+from ...extend import USER_PRIMITIVES, define_primitive
 from ...functional import grad, jvp
 from ...primitives import PRIMITIVES, Primitive
 from ...tensor import Tensor
 from ...value import Value
 from .common import as_array, error_result, number
+
+#: The code of the op define_primitive returns (a nested function of it): the answer must
+#: be that op, so the value cases grade the primitive, not any function given its entry.
+_OP_CODES = tuple(
+    c
+    for c in define_primitive.__code__.co_consts
+    if isinstance(c, types.CodeType) and c.co_name == "op"
+)
 
 _EXPECTED_ERRORS = (
     ValueError, TypeError, OverflowError, ZeroDivisionError, NotImplementedError,
@@ -42,8 +52,15 @@ def _not_a_primitive(answer) -> dict | None:
             "message": "logaddexp must be the op that define_primitive(...) returns "
             f"(got {type(answer).__name__} without a .primitive entry)",
         }
-    if prim.name in PRIMITIVES or prim.name not in USER_PRIMITIVES:
+    if prim.name in PRIMITIVES or USER_PRIMITIVES.get(prim.name) is not prim:
         return {"error": "NotAPrimitive", "message": f"{prim.name!r} is not a user primitive"}
+    if getattr(answer, "__code__", None) not in _OP_CODES:
+        # a function of one's own (np.logaddexp, say) wearing another op's .primitive
+        return {
+            "error": "NotAPrimitive",
+            "message": "logaddexp must be the op that define_primitive(...) returns, not a "
+            f"{type(answer).__name__} that carries its .primitive",
+        }
     return None
 
 
