@@ -152,6 +152,16 @@ def test_stored_outputs_show_the_linear_graph_and_the_transposed_gradient(cells)
     assert f"{math.cos(0.5):.4f}" == "0.8776" and "0.8776" in _markdown(cells)
 
 
+def test_the_two_matrices_of_h_and_their_transposes(cells):
+    """J = M2 M1 with M1 = [[y, 0], [0, x], [cos x, 0]] and M2 = (1 1 1): J = (y + cos x, x),
+    and Jᵀ 1 = M1ᵀ M2ᵀ 1 is the same pair, as the stored output prints it."""
+    x, y = 0.5, 2.0
+    assert f"J = M2 M1 = [[{y + math.cos(x):.4f} 0.5   ]]" in _printed(cells)
+    assert f"J^T 1 = M1^T M2^T 1 = [{y + math.cos(x):.4f} 0.5   ]" in _printed(cells)
+    assert "M2^T 1 = [1. 1. 1.]" in _printed(cells)
+    assert linear_transpose(linearize(h, x, y)[1])(1.0) == pytest.approx((y + math.cos(x), x))
+
+
 def test_the_stored_side_by_side_is_legible_and_shows_the_fan_in_sum(cells):
     """The transposed picture the text walks through: reversed edges carry the shares
     cos 0.5, 2 and 0.5, x's cotangent is drawn as the sum of its two shares, and neither
