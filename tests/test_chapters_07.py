@@ -88,6 +88,14 @@ def test_chapter_states_its_numbers_as_printed():
     assert "6 sigmoid layers (Xavier)                 about 1e-4   stuck at ln 2" in out
     assert "6 sigmoid layers + residual               about 1e-2   below 0.5" in out
     assert "nan within 20 steps" in out
+    for row in (
+        "He x 2                                 above 10  above 10   nan within 20 steps",
+        "He (fixed init)                        below 10  below 10   below 0.01",
+        "He x 2, clipped to 1                   above 10  above 10   below 0.01",
+        "He, lr 0.5                             below 10  above 10   stuck at ln 2",
+        "He, lr 0.5, clipped to 1               below 10  below 10   below 0.01",
+    ):
+        assert row in out, row
     text = markdown_text(CHAPTER)
     for claim in ("Three arrays per step", "a ten-thousandth", "a hundredfold", "About 45 minutes"):
         assert claim in text, claim
@@ -143,11 +151,14 @@ def test_checkpointing_trade_off_as_plotted():
     # "memory follows k + 3n/k arrays up to a constant factor, measured between 2 and 3"
     for k in (10, 20, 40, 100):
         assert 1.8 < peaks[k] / X0.nbytes / (k + 3 * n / k) < 3.2, (k, peaks[k] / X0.nbytes)
-    t1 = t400 = math.inf
-    for _ in range(5):  # interleaved, so that a busy moment of the machine hits both
+    t1 = t20 = t400 = math.inf
+    for _ in range(5):  # interleaved, so that a busy moment of the machine hits all
         t1 = min(t1, best_time(lambda: gradient_with_checkpoint(X0, n, 1), repeats=1))
+        t20 = min(t20, best_time(lambda: gradient_with_checkpoint(X0, n, 20), repeats=1))
         t400 = min(t400, best_time(lambda: gradient_with_checkpoint(X0, n, 400), repeats=1))
-    # "from one forward pass plus the backward pass towards two forward passes plus it"
+    # "at most one more forward pass ... within a small factor of plain backprop's;
+    # it rises most at k = n"
+    assert t20 < 2.0 * t1, (t1, t20)
     assert 1.15 * t1 < t400 < 3.0 * t1, (t1, t400)
 
 
@@ -239,7 +250,9 @@ def test_stop_gradient_straight_through_and_clipping_rules():
 
 
 def test_exploding_run_and_its_fixes():
-    """He init x 2 diverges to nan; the right scale and clipping to norm 1 both train."""
+    """He init x 2 diverges to nan; lr 0.5 makes the norms climb and the network constant;
+    the right scale and clipping to norm 1 train; a clipped step with momentum 0.9 is at
+    most lr * max_norm / (1 - 0.9) long."""
     from autodiff_lab import data, nn, optim
 
     X, y = data.make_moons(200, noise=0.15, seed=0)
@@ -256,24 +269,57 @@ def test_exploding_run_and_its_fixes():
                 p.data *= scale
         return model
 
-    def train(model, max_norm=None, steps=300):
-        opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        losses = []
+    def train(model, max_norm=None, steps=300, lr=0.1):
+        """Losses, the largest per-layer weight-gradient norm of each step (before
+        clipping), and the longest step the parameters took."""
+        params = model.parameters()
+        opt = optim.SGD(params, lr=lr, momentum=0.9)
+        losses, norms, longest = [], [], 0.0
         for _ in range(steps):
             opt.zero_grad()
             loss = nn.cross_entropy(model(Tensor(X)), y)
             loss.backward()
+            norms.append(max(np.linalg.norm(p.grad) for p in params if p.ndim == 2))
             if max_norm is not None:
-                optim.clip_grad_norm_(model.parameters(), max_norm)
+                optim.clip_grad_norm_(params, max_norm)
+            before = [p.data.copy() for p in params]
             opt.step()
+            step = math.sqrt(sum(np.sum((p.data - b) ** 2) for p, b in zip(params, before)))
+            longest = max(longest, step)
             losses.append(loss.item())
-        return np.array(losses)
+        return np.array(losses), np.array(norms), longest
 
     with np.errstate(all="ignore"):
-        exploding = train(network(2.0))
-    assert not np.isfinite(exploding[:20]).all()
-    assert train(network(1.0))[-1] < 0.01
-    assert train(network(2.0), max_norm=1.0)[-1] < 0.01
+        losses, norms, _ = train(network(2.0))
+        assert not np.isfinite(losses[:20]).all() and norms[0] > 10
+        losses, norms, _ = train(network(1.0))
+        assert losses[-1] < 0.01 and np.nanmax(norms) < 10
+        losses, norms, longest = train(network(2.0), max_norm=1.0)
+        assert losses[-1] < 0.01 and norms[0] > 10
+        assert longest <= 0.1 * 1.0 / (1 - 0.9) + 1e-12  # lr * max_norm / (1 - momentum)
+        model = network(1.0)
+        losses, norms, _ = train(model, lr=0.5)
+        assert norms[0] < 10 and np.argmax(norms > 10) < 40  # "within a few dozen steps"
+        assert abs(losses[-1] - math.log(2)) < 0.01
+        out = model(Tensor(X)).data  # "the network outputs the same for every point"
+        np.testing.assert_allclose(out, np.broadcast_to(out[0], out.shape), atol=1e-9)
+        losses, norms, _ = train(network(1.0), lr=0.5, max_norm=1.0)
+        assert losses[-1] < 0.01 and np.nanmax(norms) < 10
+
+
+def test_dashboard_shows_the_sigmoid_stack_vanishing():
+    """Chapter 07's dashboard cell (its output is not compared: training numbers): at step 0
+    the first layer's norm is ~1e-4 times the last's; after 150 steps the loss sits at ln 2
+    and the other layers' norms have sunk towards the first's."""
+    from autodiff_lab.viz import TrainingDashboard
+
+    dashboard = TrainingDashboard(seed=0, depth=6, activation="sigmoid")
+    dashboard.run(150)
+    norms = np.asarray(dashboard.history["grad_norms"])
+    assert round(math.log10(norms[0, 0] / norms[0, -1])) == -4
+    assert abs(dashboard.history["loss"][-1] - math.log(2)) < 0.01
+    assert (norms[-1, 1:] < norms[0, 1:]).all()
+    assert np.log10(norms[-1].max() / norms[-1].min()) < 1 < np.log10(norms[0, -1] / norms[0, 0])
 
 
 def test_torch_checkpoint_gives_the_same_gradient(torch):
