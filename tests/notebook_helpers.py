@@ -33,3 +33,30 @@ def printed(cell: dict) -> str:
         for o in cell.get("outputs", [])
         if o["output_type"] == "stream"
     )
+
+
+def printed_text(cells: list[dict]) -> str:
+    """Every stored stream and text/plain output of these cells, in order."""
+    out = []
+    for cell in cells:
+        for o in cell.get("outputs", []):
+            if o["output_type"] == "stream":
+                out.append("".join(o["text"]))
+            elif "data" in o:
+                out.append("".join(o["data"].get("text/plain", "")))
+    return "\n".join(out)
+
+
+def assert_solutions_score_full_marks(path: Path, exercises) -> None:
+    """A solutions notebook marks every exercise's answer and stores a PASSED scorecard."""
+    code = [c for c in notebook_cells(path) if c["cell_type"] == "code"]
+    sources = "\n".join(cell_source(c) for c in code)
+    texts = [
+        "".join(out.get("data", {}).get("text/plain", "")) + "".join(out.get("text", ""))
+        for c in code
+        for out in c.get("outputs", [])
+    ]
+    for exercise in exercises:
+        assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
+        card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
+        assert card is not None and "PASSED" in card.splitlines()[0], card

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import printed_text
 
 from autodiff_lab import Tensor, data, nn, optim
 from autodiff_lab.viz import TrainingDashboard
@@ -25,18 +26,6 @@ SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
 @pytest.fixture(scope="module")
 def cells():
     return json.loads(NOTEBOOK.read_text())["cells"]
-
-
-def _text(cells) -> str:
-    """All stored stream and text/plain outputs, in order."""
-    out = []
-    for cell in cells:
-        for o in cell.get("outputs", []):
-            if o["output_type"] == "stream":
-                out.append("".join(o["text"]))
-            elif "data" in o:
-                out.append("".join(o["data"].get("text/plain", "")))
-    return "\n".join(out)
 
 
 def _markdown(cells) -> str:
@@ -55,7 +44,7 @@ def test_executed_without_errors_and_every_cell_has_slide_metadata(cells):
 
 
 def test_claims_are_in_the_stored_outputs(cells):
-    text = _text(cells)
+    text = printed_text(cells)
     assert "parameters: 337" in text
     assert re.search(r"training accuracy: 100 %", text)  # scalar MLP on the moons
     assert re.search(r"without zero_grad: loss 0\.92 -> \d+", text)
@@ -98,7 +87,7 @@ def _nodes_with_dot(sizes: list[int]) -> int:
 
 
 def test_one_dot_node_per_neuron_is_shown_and_counted(cells):
-    text, markdown = _text(cells), _markdown(cells)
+    text, markdown = printed_text(cells), _markdown(cells)
     hand = int(re.search(r"written by hand: (\d+)", text).group(1))
     dot = int(re.search(r"nn\.MLP \(dot\):\s+(\d+)", text).group(1))
     assert (hand, dot) == (_nodes_by_hand([2, 16, 16, 1]), _nodes_with_dot([2, 16, 16, 1]))
@@ -110,7 +99,7 @@ def test_one_dot_node_per_neuron_is_shown_and_counted(cells):
 
 
 def test_learning_rate_verdicts_are_printed(cells):
-    text = _text(cells)
+    text = printed_text(cells)
     rows = dict(re.findall(r"^(\d+\.\d+)\s+0\.92\s+.*?(too small|about right|too large: \w+)$",
                            text, re.M))  # fmt: skip
     assert rows == {"0.01": "too small", "0.1": "too small", "1.0": "about right",
@@ -146,7 +135,7 @@ def test_learning_rate_claims_of_the_text():
 
 
 @pytest.mark.slow
-def test_vanishing_gradient_claims_of_the_text(cells):
+def test_vanishing_gradient_claims_of_theprinted_text(cells):
     """Section 3's dashboard: 6 sigmoid layers start with the first layer's gradient
     thousands of times smaller than the last's, the ratio falls below 2 (every layer
     tiny), and the loss stalls at ln 2. A learning rate of 10 kills the ReLUs."""
@@ -160,7 +149,7 @@ def test_vanishing_gradient_claims_of_the_text(cells):
     markdown = _markdown(cells)
     assert "momentum 0.9" in markdown and deep.momentum == 0.9
     assert "thousands of times" in markdown and "about a thousand times" not in markdown
-    text = _text(cells)
+    text = printed_text(cells)
     assert "every weight gradient exactly 0 in over 90 % of steps 11-100: True" in text
 
     def turns(momentum: float) -> int:  # how often the last layer's norm changes direction
@@ -188,7 +177,7 @@ def _fastest_epoch(model, as_input, X, y, batch_size: int, repeats: int = 7) -> 
 
 
 @pytest.mark.slow
-def test_speed_claims_of_the_text(cells):
+def test_speed_claims_of_theprinted_text(cells):
     """Sections 2 and 6 claim: the tensor engine is more than 10x faster per epoch in
     mini-batches of 10 (measured 12-18x on a busy 2-core machine), more than 30x on the full
     batch of 100 (measured 65-130x), and a tensor step on 100 points takes about as long as

@@ -8,10 +8,8 @@ checked against PyTorch itself.
 
 from __future__ import annotations
 
-import gc
 import math
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -20,19 +18,10 @@ from notebook_helpers import cell_source, markdown_text, notebook_cells, printed
 
 from autodiff_lab import Tensor, abs, checkpoint, custom_vjp, relu, sqrt, stop_gradient, tanh
 from autodiff_lab.functional import grad, jvp
+from autodiff_lab.viz.checkpointing import peak_bytes  # tracemalloc's peak around fn()
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = ROOT / "notebooks" / "07_memory_and_control.ipynb"
-
-
-def peak_bytes(fn) -> int:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        fn()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def best_time(fn, repeats=5) -> float:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import printed_text
 
 from autodiff_lab import sin
 from autodiff_lab.functional import jvp, linear_transpose, linearize
@@ -31,18 +32,6 @@ def cells():
 
 def _source(cell) -> str:
     return "".join(cell["source"])
-
-
-def _printed(cells) -> str:
-    """All stored stream and text/plain outputs, in order."""
-    out = []
-    for cell in cells:
-        for o in cell.get("outputs", []):
-            if o["output_type"] == "stream":
-                out.append("".join(o["text"]))
-            elif "data" in o:
-                out.append("".join(o["data"].get("text/plain", "")))
-    return "\n".join(out)
 
 
 def _markdown(cells) -> str:
@@ -66,7 +55,7 @@ def test_goals_reading_time_check_yourself_summary_and_exercises_link(cells):
 
 
 def test_every_printed_verdict_is_true(cells):
-    printed = _printed(cells)
+    printed = printed_text(cells)
     verdicts = re.findall(r":\s*(True|False)\b", printed)
     assert len(verdicts) >= 10 and set(verdicts) == {"True"}, verdicts
 
@@ -113,7 +102,7 @@ def test_the_small_integer_jacobian_of_the_text():
 
 
 def test_stored_outputs_show_the_jacobian_columns_and_the_non_linearity_in_the_point(cells):
-    printed = _printed(cells)
+    printed = printed_text(cells)
     assert "J u         = (4.0, 4.0)" in printed and "J v         = (4.0, -2.0)" in printed
     assert "J (3u - 2v) = (4.0, 16.0)" in printed and "3 Ju - 2 Jv = (4.0, 16.0)" in printed
     assert "jvp at (4, 2) along u: (7.0, 8.0)" in printed
@@ -137,7 +126,7 @@ def test_linearize_and_transpose_of_the_chapters_example_against_closed_forms():
 
 
 def test_stored_outputs_show_the_linear_graph_and_the_transposed_gradient(cells):
-    printed = _printed(cells)
+    printed = printed_text(cells)
     assert "<LinearGraph: 2 input(s), ops [mul, mul, add, mul, add]>" in printed  # "five"
     assert f"({2.0 + math.cos(0.5):.4f}, 0.5000)" in printed  # transposed graph and backward
     assert "parameters: 161" in printed  # "Its 161 parameters"
@@ -156,9 +145,9 @@ def test_the_two_matrices_of_h_and_their_transposes(cells):
     """J = M2 M1 with M1 = [[y, 0], [0, x], [cos x, 0]] and M2 = (1 1 1): J = (y + cos x, x),
     and Jᵀ 1 = M1ᵀ M2ᵀ 1 is the same pair, as the stored output prints it."""
     x, y = 0.5, 2.0
-    assert f"J = M2 M1 = [[{y + math.cos(x):.4f} 0.5   ]]" in _printed(cells)
-    assert f"J^T 1 = M1^T M2^T 1 = [{y + math.cos(x):.4f} 0.5   ]" in _printed(cells)
-    assert "M2^T 1 = [1. 1. 1.]" in _printed(cells)
+    assert f"J = M2 M1 = [[{y + math.cos(x):.4f} 0.5   ]]" in printed_text(cells)
+    assert f"J^T 1 = M1^T M2^T 1 = [{y + math.cos(x):.4f} 0.5   ]" in printed_text(cells)
+    assert "M2^T 1 = [1. 1. 1.]" in printed_text(cells)
     assert linear_transpose(linearize(h, x, y)[1])(1.0) == pytest.approx((y + math.cos(x), x))
 
 
@@ -291,7 +280,7 @@ def test_jacobian_speed_claims_of_the_trade_off_slide():
 
 
 def test_stored_outputs_show_the_batching_verdicts(cells):
-    printed = _printed(cells)
+    printed = printed_text(cells)
     for line in (
         "vmap(grad(loss)): (64, 161)   equal to the loop's rows: True",
         "torch.func.vmap(grad(loss)) equal to ours: True",

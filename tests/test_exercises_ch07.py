@@ -4,12 +4,12 @@ PyTorch; the solutions notebook shows full marks."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import assert_solutions_score_full_marks
 
 from autodiff_lab import Tensor, checkpoint, custom_vjp, exp, log, ops, optim, sqrt
 from autodiff_lab.grading import check
@@ -272,18 +272,9 @@ def test_training_reference_matches_torch_with_clip_grad_norm(torch):
 
 
 def test_solution_notebook_shows_full_marks_for_every_exercise():
-    nb = json.loads((ROOT / "solutions" / "07_memory_and_control.ipynb").read_text())
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    sources = "\n".join("".join(c["source"]) for c in code)
-    texts = [
-        "".join(out.get("data", {}).get("text/plain", "")) + "".join(out.get("text", ""))
-        for c in code
-        for out in c.get("outputs", [])
-    ]
-    for exercise in ch07.EXERCISES:
-        assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
-        card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
-        assert card is not None and "PASSED" in card.splitlines()[0], card
+    assert_solutions_score_full_marks(
+        ROOT / "solutions" / "07_memory_and_control.ipynb", ch07.EXERCISES
+    )
 
 
 def test_hand_built_checkpointing_from_the_chapter_also_scores_full_marks():

@@ -9,11 +9,11 @@ the examples, 8.3's builds each Jacobian block by running the program on unit ve
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import assert_solutions_score_full_marks
 
 from autodiff_lab.functional import grad
 from autodiff_lab.grading import check
@@ -247,19 +247,9 @@ def test_random_programs_reuse_values_and_mix_every_instruction():
 
 
 def test_solution_notebook_shows_full_marks_for_every_exercise():
-    path = ROOT / "solutions" / "08_transformations.ipynb"
-    nb = json.loads(path.read_text())
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    sources = "\n".join("".join(c["source"]) for c in code)
-    texts = [
-        "".join(out.get("data", {}).get("text/plain", "")) + "".join(out.get("text", ""))
-        for c in code
-        for out in c.get("outputs", [])
-    ]
-    for exercise in ch08.EXERCISES:
-        assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
-        card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
-        assert card is not None and "PASSED" in card.splitlines()[0], card
+    assert_solutions_score_full_marks(
+        ROOT / "solutions" / "08_transformations.ipynb", ch08.EXERCISES
+    )
 
 
 def test_batch_sum_reference_agrees_with_the_librarys_vmap_on_every_case():

@@ -3,12 +3,12 @@ references (closed forms) agree with PyTorch, and the solutions notebook shows f
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import assert_solutions_score_full_marks
 
 from autodiff_lab import Dual
 from autodiff_lab.dual import new_tag
@@ -133,15 +133,4 @@ def test_closed_form_references_match_pytorch():
 
 
 def test_solution_notebook_shows_full_marks_for_every_exercise():
-    nb = json.loads((ROOT / "solutions" / "06_beyond.ipynb").read_text())
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    sources = "\n".join("".join(c["source"]) for c in code)
-    texts = [
-        "".join(out.get("data", {}).get("text/plain", "")) + "".join(out.get("text", ""))
-        for c in code
-        for out in c.get("outputs", [])
-    ]
-    for exercise in ch06.EXERCISES:
-        assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
-        card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
-        assert card is not None and "PASSED" in card.splitlines()[0], card
+    assert_solutions_score_full_marks(ROOT / "solutions" / "06_beyond.ipynb", ch06.EXERCISES)
