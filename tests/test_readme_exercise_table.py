@@ -40,7 +40,7 @@ def parse_table(text: str) -> list[tuple[str, str, str, int]]:
 def registry_rows() -> list[tuple[str, str, str, int]]:
     from autodiff_lab.grading import registry
 
-    return [(e.id, e.title, e.level, e.minutes) for e in registry.all_exercises()]
+    return [(e.id, e.title, e.level, e.minutes) for e in registry.course_exercises()]
 
 
 def test_every_exercise_declares_a_level_and_minutes():

@@ -33,7 +33,7 @@ def rows() -> list[tuple[str, str, str, int]]:
     """(id, title, level, minutes) of every registered exercise, in id order."""
     from autodiff_lab.grading import registry
 
-    return [(e.id, e.title, e.level, e.minutes) for e in registry.all_exercises()]
+    return [(e.id, e.title, e.level, e.minutes) for e in registry.course_exercises()]
 
 
 def _cell(text: str) -> str:
