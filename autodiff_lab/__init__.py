@@ -18,6 +18,22 @@ from .value import Value
 
 __version__ = "0.1.0"
 
+
+def _figures_with_alt_text() -> None:
+    """In IPython or Jupyter, show matplotlib figures with a text alternative
+    (:mod:`autodiff_lab.viz.figures`); elsewhere do nothing (IPython is not imported)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None:
+        from .viz.figures import install
+
+        install(shell)
+
+
+_figures_with_alt_text()
+
 __all__ = [
     "Value", "Tensor", "Dual", "no_grad", "is_grad_enabled", "topological_order",
     "progress", "reset_progress",

@@ -9,6 +9,8 @@
 - :class:`LinearizeViewer`, :func:`draw_linear_graph` — a jvp's linear graph and its
   transpose, the vjp (in :mod:`autodiff_lab.viz.linear_viewer`).
 - :class:`CheckpointExplorer` — checkpointing: kept vs recomputed values, memory and time.
+- :func:`describe` — a sentence saying what a matplotlib figure shows, for its alt text (in
+  :mod:`autodiff_lab.viz.figures`, which gives every figure a text alternative).
 
 Every widget also shows a static picture where no kernel runs (GitHub, nbviewer, HTML).
 """
@@ -16,10 +18,11 @@ Every widget also shows a static picture where no kernel runs (GitHub, nbviewer,
 from __future__ import annotations
 
 from .drawing import GraphDrawing, draw_graph
+from .figures import describe
 from .render import render_svg, renderer_name
 
 __all__ = [
-    "draw_graph", "GraphDrawing", "render_svg", "renderer_name",
+    "draw_graph", "GraphDrawing", "render_svg", "renderer_name", "describe",
     "BackwardStepper", "ForwardStepper", "FiniteDifferenceExplorer", "CostExplorer",
     "TrainingDashboard", "CheckpointExplorer", "LinearizeViewer", "draw_linear_graph",
 ]  # fmt: skip

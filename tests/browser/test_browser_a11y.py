@@ -8,9 +8,10 @@
    and 08 (``autodiff-lab slides 02 --offline``). A serious or critical violation fails the
    test when its element is the course's: inside a cell's output or rendered Markdown in
    JupyterLab, anywhere in the slide export. Elsewhere (JupyterLab's own menus, panels,
-   editor) it must be listed in :data:`JUPYTERLAB_OWNED` (rule id and selector pattern, as
+   editor) it must be listed in :data:`THIRD_PARTY_A11Y` (rule id and selector pattern, as
    THIRD_PARTY_CONSOLE_ERRORS lists console errors), else it fails too — so the list stays
-   exactly what JupyterLab shows.
+   exactly what JupyterLab shows. Chapter 02's figures, drawn live, must each be an
+   ``<img>`` whose alt text says what it plots (:mod:`autodiff_lab.viz.figures`).
 2. **Keyboard**: every widget is driven with the keyboard alone — Tab moves focus to a
    control, Enter/Space press buttons, arrow keys move sliders, and the kernel's answer is
    checked in the picture or text.
@@ -27,7 +28,6 @@ from __future__ import annotations
 import io
 import re
 import shutil
-import warnings
 from pathlib import Path
 
 import colour_vision as cv
@@ -67,16 +67,6 @@ THIRD_PARTY_A11Y: list[tuple[str, str, str]] = [
     # widget's visible label is a sibling <label> the handle does not reference, and
     # ipywidgets passes noUiSlider no handleAttributes. The course cannot name it from Python.
     ("aria-input-field-name", r"noUi-handle", "ipywidgets slider handle"),
-]
-
-#: Serious/critical violations in the course's own content that are known and not fixed
-#: yet, each with the reason; the test fails on any other, and reports these as still open.
-OPEN_COURSE_GAPS: list[tuple[str, str, str]] = [
-    # The chapters' matplotlib figures are image/png outputs; JupyterLab renders them as
-    # <img> with no alt (its image renderer reads no alt text from the output). Fix in the
-    # chapters: show figures as HTML <img alt="…"> (or SVG with <title>) — see
-    # /work/notes/a11y-findings.md.
-    ("image-alt", r'data-mime-type="image/png"\]? ?> ?img|jp-RenderedImage', "chapter figures"),
 ]
 
 NOTEBOOK = "a11y_widgets.ipynb"
@@ -182,12 +172,12 @@ def matches(violation: dict, entries: list[tuple[str, str, str]]) -> bool:
 
 
 def failures(violations: list[dict]) -> list[str]:
-    """Serious/critical violations listed neither as third-party nor as an open course gap."""
+    """Serious/critical violations not listed as third-party."""
     bad = []
     for v in violations:
         if v["impact"] not in FAILING_IMPACTS:
             continue
-        if matches(v, THIRD_PARTY_A11Y) or (v["course"] and matches(v, OPEN_COURSE_GAPS)):
+        if matches(v, THIRD_PARTY_A11Y):
             continue
         owner = "course markup" if v["course"] else "outside the outputs, not listed"
         bad.append(f"[{v['impact']}] {v['rule']} ({owner}) at {v['target']}: {v['html']}")
@@ -209,16 +199,8 @@ def audit_both_themes(page, name: str, screenshot) -> dict[str, list[dict]]:
 
 
 def assert_no_failures(found: dict[str, list[dict]]) -> None:
-    """Fail on :func:`failures`; the open course gaps that occurred are shown as a warning."""
     messages = [f"{theme}: {m}" for theme, vs in found.items() for m in failures(vs)]
     assert not messages, "accessibility violations:\n" + "\n".join(messages)
-    still_open = set()
-    for v in (v for vs in found.values() for v in vs if v["course"]):
-        for gap in OPEN_COURSE_GAPS:
-            if matches(v, [gap]):
-                still_open.add(f"{gap[0]} ({gap[2]})")
-    if still_open:
-        warnings.warn(f"open accessibility gaps: {', '.join(sorted(still_open))}", stacklevel=2)
 
 
 def test_axe_chapter_with_backward_stepper(lab, screenshot):
@@ -229,9 +211,18 @@ def test_axe_chapter_with_backward_stepper(lab, screenshot):
         stepper.scroll_into_view_if_needed()
         stepper.click()  # a highlighted node and an explanation table on screen
         found = audit_both_themes(lab, "chapter02", screenshot)
+        pictures = panel.locator(".jp-OutputArea-output img").evaluate_all(
+            "imgs => imgs.map(i => [i.src.slice(0, 22), i.getAttribute('alt') || i.title])"
+        )
     finally:
         lab_walk.close(lab, report["id"])
     assert_no_failures(found)
+    # the chapter's 3 matplotlib figures, drawn by the live kernel, each with its words; the
+    # other pictures (graph drawings, the live widgets' images) have alt text or a title
+    figures = [alt for src, alt in pictures if src == "data:image/png;base64,"]
+    assert len(figures) == 3, pictures
+    assert all(alt and alt.startswith(("Plot", "Figure")) for alt in figures), figures
+    assert all(alt for _, alt in pictures), pictures
 
 
 def test_axe_widgets_and_dashboard(lab, widgets_panel, screenshot):
