@@ -6,7 +6,9 @@ each have a conftest, so ``from conftest import …`` would find whichever was i
 
 from __future__ import annotations
 
+import configparser
 import json
+import re
 from pathlib import Path
 
 
@@ -60,3 +62,13 @@ def assert_solutions_score_full_marks(path: Path, exercises) -> None:
         assert f"### BEGIN SOLUTION  # Exercise {exercise.id}" in sources
         card = next((t for t in texts if t.startswith(f"Exercise {exercise.id}:")), None)
         assert card is not None and "PASSED" in card.splitlines()[0], card
+
+
+def nbval_sanitized(text: str) -> str:
+    """``text`` as strict nbval compares it: every rule of tests/nbval_sanitize.cfg applied
+    (addresses, graphviz versions, timings, the bytes of PNG pictures inside HTML)."""
+    rules = configparser.ConfigParser(interpolation=None)
+    rules.read(Path(__file__).with_name("nbval_sanitize.cfg"), encoding="utf-8")
+    for section in rules.sections():
+        text = re.sub(rules[section]["regex"], rules[section]["replace"], text)
+    return text

@@ -12,10 +12,13 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import pytest
 from export_testkit import SEED, WRONG_DUAL_SIN, grader_points, read_nb, require, source, tool
 from export_testkit import write_nb as write
 
 from autodiff_lab.cli import main
+
+pytestmark = pytest.mark.slow  # the other tool run end to end: seconds
 
 
 def test_nbgrader_generate_and_autograde_match_the_grader(tmp_path: Path) -> None:

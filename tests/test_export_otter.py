@@ -13,10 +13,13 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 from export_testkit import SEED, finish, grader_points, read_nb, require, source, start, tool
 from export_testkit import write_nb as write
 
 from autodiff_lab.cli import main
+
+pytestmark = pytest.mark.slow  # the other tool run end to end: seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "01_forward_mode.ipynb"

@@ -28,6 +28,8 @@ from autodiff_lab.grading.exercises import ch07, ch08
 from autodiff_lab.grading.runners.ch07 import _chain_run, _logsumexp_run, _safe_norm_run
 from autodiff_lab.grading.spec import close
 
+pytestmark = pytest.mark.slow  # a class graded in sandboxes: seconds per file
+
 PLAIN_CHAIN = """
 from autodiff_lab import Tensor
 def chain_gradient(step, x, n):

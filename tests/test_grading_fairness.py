@@ -538,7 +538,13 @@ def test_an_event_flood_neither_stalls_the_batch_nor_floods_the_notes(red_batch)
     assert {e: r["status"] for e, r in flood.items()} == dict.fromkeys(
         ("97.1", "97.2", "97.3"), "passed"
     )
-    lines = red_batch["notes"]["flood/97_work.ipynb"].splitlines()
+    # (on a loaded machine the flood may time out beside the others and be graded again
+    # alone, which adds that note: the same grade, one more true line)
+    lines = [
+        line
+        for line in red_batch["notes"]["flood/97_work.ipynb"].splitlines()
+        if line != RERUN_ALONE_NOTE
+    ]
     # 5 kept (the cap), then how many more, then "graded WITHOUT a sandbox"
     assert len(lines) == 7 and lines[5].startswith("... and "), lines
     assert not any(re.search(r"raised [ER]\d", line) for line in lines), lines  # none forged

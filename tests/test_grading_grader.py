@@ -31,6 +31,8 @@ from autodiff_lab.grading.grader import (
 )
 from autodiff_lab.grading.scoring import ExerciseResult
 
+pytestmark = pytest.mark.slow  # a class graded in sandboxes: seconds per file
+
 TIMEOUT = 2.0
 SLEEP_ARG = f"613.{os.getpid()}"  # unique to this test run: finds our own escaped child only
 MEMORY_MB = 512

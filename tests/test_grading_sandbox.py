@@ -44,6 +44,8 @@ from grading_testkit import (
 import autodiff_lab
 from autodiff_lab.grading.gradebook import report_name
 
+pytestmark = pytest.mark.slow  # a class graded in sandboxes: seconds per file
+
 SETUP = "import math\nimport numpy as np\nfrom autodiff_lab.grading import check"
 TIMEOUT, NOTEBOOK_TIMEOUT = 3.0, 6.0
 MARK = f"autodiff-lab-daemon-{os.getpid()}"  # finds the forger's daemon among processes

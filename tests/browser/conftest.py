@@ -5,7 +5,10 @@ Reusable by any browser test under ``tests/browser/``:
 - ``jupyter_server``: a running ``jupyter lab`` (127.0.0.1, free port, random token) whose
   root is a temporary copy of ``notebooks/`` plus any notebooks tests add. It has
   ``.url(path, app="lab")`` (``app``: ``lab``, ``notebooks`` for Notebook 7, ``voila``),
-  ``.root`` (the folder it serves) and ``.token``. One server per test session.
+  ``.root`` (the folder it serves) and ``.token``. One server per test session. Its
+  kernels are a student's: the test extra (PyTorch, micrograd, pytest…) cannot be imported
+  in them (:mod:`lab_only`), so every notebook the browser tests run, runs as under
+  ``make lab``.
 - ``browser``: a Playwright Chromium (Debian's ``/usr/bin/chromium``), one per session.
 - ``browser_page``: a fresh page (1400x1000) per test; closed afterwards. Any console
   error, uncaught exception or HTTP error response fails the test, unless it is listed in
@@ -20,6 +23,7 @@ an error. Without CI they are skipped (one line saying how to enable them).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -31,10 +35,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from browser_support import CHROMIUM, browser_problems
+from lab_only import hide_test_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
-CHROMIUM = os.environ.get("AUTODIFF_LAB_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -46,10 +51,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 IN_CI = os.environ.get("CI", "").lower() == "true"
-HOW_TO_ENABLE = (
-    "browser tests skipped: no Chromium at {path} (install it: `apt-get install chromium`; "
-    "with CI=true they are required)"
-)
 
 
 def pytest_configure(config):
@@ -67,15 +68,7 @@ def pytest_terminal_summary(terminalreporter):
 
 def _require_browser() -> None:
     """Skip (locally) or fail (CI) when the browser or Playwright is missing."""
-    problems = []
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        problems.append(HOW_TO_ENABLE.format(path=CHROMIUM))
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        problems.append(
-            "browser tests skipped: Playwright is not installed (pip install playwright)"
-        )
+    problems = browser_problems()
     if problems:
         if IN_CI:
             pytest.fail("CI=true requires the browser tests to run, but: " + "; ".join(problems))
@@ -117,12 +110,32 @@ class JupyterServer:
         if hasattr(os, "getuid") and os.getuid() == 0:
             cmd.append("--allow-root")
         env = dict(os.environ, AUTODIFF_LAB_RENDERER="wasm", OMP_NUM_THREADS="1")
+        env["JUPYTER_PATH"] = str(self._student_kernel(root.parent))
         # the course's JupyterLab defaults, written as `make lab` writes them (no news prompt)
         subprocess.run([sys.executable, str(ROOT / "tools" / "lab_settings.py")], check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready(log_path)
+
+    @staticmethod
+    def _student_kernel(base: Path) -> Path:
+        """A Jupyter data folder whose ``python3`` kernel is a student's: this Python, with
+        the test extra's packages hidden (:mod:`lab_only`), as ``make lab`` installs it. The
+        server finds it first on ``JUPYTER_PATH``; the server itself keeps every package."""
+        data = base / "jupyter-data"
+        spec = data / "kernels" / "python3"
+        spec.mkdir(parents=True, exist_ok=True)
+        hidden = hide_test_extra(base / "hidden-test-extra")
+        kernel = {
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (ipykernel)",
+            "language": "python",
+            "env": {"PYTHONPATH": str(hidden)},
+            "metadata": {"debugger": True},
+        }
+        (spec / "kernel.json").write_text(json.dumps(kernel, indent=1), encoding="utf-8")
+        return data
 
     def _wait_ready(self, log_path: Path, timeout: float = 60):
         deadline = time.monotonic() + timeout

@@ -52,6 +52,10 @@ CLOSE_JS = """async (id) => {
   const panel = [...app.shell.widgets('main')].find(w => w.id === id);
   if (!panel) return;
   await panel.sessionContext.shutdown();
+  // Lumino delivers posted messages (an 'activate-request' from activateById, or from the
+  // shell when the tab before closed) at the next animation frame; disposing the notebook
+  // first makes JupyterLab's handler read its disposed layout ("reading 'footer' of null")
+  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
   panel.dispose();
 }"""
 

@@ -19,6 +19,10 @@ would hold if saved) and from the page:
   widget".
 - **no console error from the course's code**: the page's console errors, uncaught
   exceptions and HTTP errors, minus ``THIRD_PARTY_CONSOLE_ERRORS`` (tests/browser/conftest.py).
+- **only what ``make lab`` installs**: the server's kernels cannot import the test extra
+  (PyTorch, micrograd, pytest…; :mod:`lab_only`), so this walk is also the check that every
+  chapter runs for a student (tests/test_notebooks_lab_only.py then runs only the solution
+  notebooks); a chapter that compares with PyTorch must print that the comparison is skipped.
 
 Exercise notebooks (decision): their stubs ``raise NotImplementedError`` *inside* the function
 a student fills in, and the ``check(...)`` cell after each stub catches that and prints a
@@ -128,6 +132,12 @@ def test_notebook_runs_cleanly_in_jupyterlab(walk_page, path, console_gate, scre
                 assert "not attempted" in shown.lower(), (
                     f"{path}: {c['source']!r} says {shown[:200]!r}"
                 )
+        if any("import_torch(" in c["source"] for c in cells):
+            # a student's kernel (make lab installs no PyTorch): the comparisons step aside
+            said = "".join(
+                "".join(out.get("text", "")) for c in cells for out in c["outputs"]
+            )  # fmt: skip
+            assert "PyTorch is not installed, so this comparison is skipped" in said, path
         kind = "exercise-" if path.startswith("exercises/") else ""
         name = f"{kind}{Path(path).stem}"
         # the picture shows the first live widget (or the first output) after the run

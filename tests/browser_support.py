@@ -1,0 +1,32 @@
+"""Whether the browser tests can run here: one answer for every test that depends on it.
+
+tests/browser/conftest.py skips the browser tests (or, with ``CI=true``, fails them) when
+:func:`browser_problems` names a problem; tests/test_notebooks_lab_only.py runs the chapters
+itself when the browser walk will not.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+CHROMIUM = os.environ.get("AUTODIFF_LAB_CHROMIUM", "/usr/bin/chromium")
+HOW_TO_ENABLE = (
+    "browser tests skipped: no Chromium at {path} (install it: `apt-get install chromium`; "
+    "with CI=true they are required)"
+)
+
+
+def browser_problems() -> list[str]:
+    """What keeps the browser tests from running: no Chromium, no Playwright (empty: none)."""
+    problems = []
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        problems.append(HOW_TO_ENABLE.format(path=CHROMIUM))
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        problems.append(
+            "browser tests skipped: Playwright is not installed (pip install playwright)"
+        )
+    return problems
