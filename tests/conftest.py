@@ -12,7 +12,7 @@
 - How pytest-xdist groups the tests: one process per test file or notebook, one for all
   browser tests (:func:`pytest_xdist_make_scheduler`).
 - The ``slow`` marker for the few tests that take seconds (``pytest -m "not slow"`` skips
-  them while iterating); files holding one run first (:func:`pytest_collection_modifyitems`).
+  them while iterating).
 """
 
 from __future__ import annotations
@@ -71,20 +71,6 @@ def pytest_make_collect_report(collector):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes seconds (deselect with -m 'not slow')")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The longest work first, so that no worker starts it near the end: the browser tests
-    (one process, minutes in all), then every file holding a ``slow`` test, then the rest,
-    each file's tests in their own order. pytest-xdist hands out files in this order."""
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-
-    def rank(item) -> int:
-        if "browser" in item.path.parts:
-            return 0
-        return 1 if item.path in slow_files else 2
-
-    items.sort(key=rank)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook

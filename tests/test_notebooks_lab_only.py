@@ -60,6 +60,7 @@ def first_error(path: str) -> str:
     client = NotebookClient(
         nb,
         timeout=600,
+        startup_timeout=180,  # a loaded 2-core machine starts a kernel slowly
         kernel_name="python3",
         resources={"metadata": {"path": str(Path(path).parent)}},
     )

@@ -52,11 +52,12 @@ CLOSE_JS = """async (id) => {
   const panel = [...app.shell.widgets('main')].find(w => w.id === id);
   if (!panel) return;
   await panel.sessionContext.shutdown();
-  // Lumino delivers posted messages (an 'activate-request' from activateById, or from the
-  // shell when the tab before closed) at the next animation frame; disposing the notebook
-  // first makes JupyterLab's handler read its disposed layout ("reading 'footer' of null")
-  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)));
-  panel.dispose();
+  // closed the way a student closes a tab (JupyterLab orders the focus and disposal itself;
+  // disposing the panel directly let a queued activate-request reach the disposed notebook:
+  // "reading 'footer' of null"). The run's outputs are not to be saved: no "save?" dialog.
+  panel.context.model.dirty = false;
+  panel.close();
+  while (!panel.isDisposed) await new Promise(r => setTimeout(r, 20));
 }"""
 
 THEME_JS = """async (theme) => {
