@@ -52,9 +52,9 @@ CLOSE_JS = """async (id) => {
   const panel = [...app.shell.widgets('main')].find(w => w.id === id);
   if (!panel) return;
   await panel.sessionContext.shutdown();
-  // closed the way a student closes a tab (JupyterLab orders the focus and disposal itself;
-  // disposing the panel directly let a queued activate-request reach the disposed notebook:
-  // "reading 'footer' of null"). The run's outputs are not to be saved: no "save?" dialog.
+  // closed the way a student closes a tab: JupyterLab orders the focus and disposal itself
+  // (its own "reading 'footer' of null" can still follow: THIRD_PARTY_CONSOLE_ERRORS). The
+  // run's outputs are not to be saved: no "save?" dialog.
   panel.context.model.dirty = false;
   panel.close();
   while (!panel.isDisposed) await new Promise(r => setTimeout(r, 20));
