@@ -9,8 +9,8 @@
 - ``rng``: a seeded numpy random generator, fresh for each test.
 - SVG helpers for the drawing and stepper tests: :func:`svg_boxes`, :func:`svg_edge_labels`
   and the ``wasm_renderer`` fixture (the renderer the stored notebook outputs use).
-- How pytest-xdist groups the tests: one process per test file or notebook, one for all
-  browser tests (:func:`pytest_xdist_make_scheduler`).
+- How pytest-xdist groups the tests: one process per test file or notebook, the browser
+  tests in two (:func:`pytest_xdist_make_scheduler`).
 - The ``slow`` marker for the few tests that take seconds (``pytest -m "not slow"`` skips
   them while iterating).
 """
@@ -78,8 +78,9 @@ def pytest_xdist_make_scheduler(config, log):
     """How pytest-xdist spreads the suite over processes (tools/run_pytest.py runs ``-n``).
 
     Like ``--dist loadfile``: each test file, and each notebook, runs in one process (its
-    module fixtures are built once; a notebook's cells run in order in one kernel). And all
-    browser tests run in one process: they share one JupyterLab server and one Chromium.
+    module fixtures are built once; a notebook's cells run in order in one kernel). And the
+    browser tests run in two processes, each with one JupyterLab server and one Chromium: the
+    chapter walk in one, all the others in the other (together they were the longest chain).
     (pytest-xdist's own ``xdist_group`` marks do not take effect under pytest 9.)
     """
     if config.getvalue("dist") != "loadfile":
@@ -89,6 +90,8 @@ def pytest_xdist_make_scheduler(config, log):
     class FileOrBrowserScheduling(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path == "tests/browser/test_browser_chapters.py":
+                return path  # the chapter walk, about a minute, beside the other browser tests
             return "tests/browser/" if path.startswith("tests/browser/") else path
 
     return FileOrBrowserScheduling(config, log)

@@ -4,15 +4,18 @@
 extra are missing on a student's machine. :func:`hide_test_extra` writes a folder holding a
 stub for each top-level module the test extra adds (computed from the installed metadata,
 never listed by hand), whose import raises ``ImportError``; a kernel with that folder first
-on ``PYTHONPATH`` is a student's kernel. Used by tests/test_notebooks_lab_only.py (solution
-notebooks, and the chapters where no browser walks them) and by the browser tests'
-JupyterLab server, whose kernels all run this way (tests/browser/conftest.py).
+on ``PYTHONPATH`` is a student's kernel, and :func:`student_kernel` writes its kernelspec.
+Used by the browser tests' JupyterLab server, whose kernels all run this way (so the chapter
+walk runs every chapter as a student would), by ``tools/run_pytest.py``'s nbval pass over
+``solutions/``, and by tests/test_notebooks_lab_only.py where no browser walks the chapters.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import json
 import re
+import sys
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -85,3 +88,22 @@ def hide_test_extra(folder: Path) -> Path:
             f"raise ImportError('{module} is not installed by make lab (hidden by the tests)')\n"
         )
     return folder
+
+
+def student_kernel(folder: Path) -> Path:
+    """A Jupyter data folder, under ``folder``, whose ``python3`` kernel is a student's: this
+    Python with the test extra hidden. Put it first on ``JUPYTER_PATH``: the Jupyter server
+    or nbval finds that kernel, and only the kernel loses the test extra."""
+    data = folder / "jupyter-data"
+    spec = data / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    hidden = hide_test_extra(folder / "hidden-test-extra")
+    kernel = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "env": {"PYTHONPATH": str(hidden)},
+        "metadata": {"debugger": True},
+    }
+    (spec / "kernel.json").write_text(json.dumps(kernel, indent=1), encoding="utf-8")
+    return data

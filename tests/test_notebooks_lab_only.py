@@ -1,14 +1,18 @@
 """Every chapter and solution notebook runs top to bottom under what ``make lab`` installs.
 
-Each notebook runs in a kernel that cannot import any package the test extra adds
-(:mod:`lab_only`), and no cell may end in an error. The stored outputs are not compared here:
-cells that compare with PyTorch print a one-line hint instead
-(``autodiff_lab.optional.import_torch``); strict nbval checks the stored outputs.
+A notebook runs in a kernel that cannot import any package the test extra adds
+(:mod:`lab_only`), and no cell may end in an error. Each notebook is run that way once, by
+whichever test runs it anyway:
 
-Where the browser tests run (always with ``CI=true``), the chapters in ``notebooks/`` are run
-this way by the browser walk instead (tests/browser/test_browser_chapters.py: the JupyterLab
-server's kernels hide the test extra too), so each chapter runs once for both checks; this
-file then executes the solution notebooks. Without Chromium it executes the chapters too.
+- the chapters in ``notebooks/``: by the browser walk (tests/browser/test_browser_chapters.py;
+  the JupyterLab server's kernels are a student's), where the browser tests run — always
+  with ``CI=true``; elsewhere by this file;
+- the solutions in ``solutions/``: by the nbval pass over them that ``make test``
+  (tools/run_pytest.py) runs in a student's kernel — they use nothing of the test extra, so
+  their stored outputs are compared there too.
+
+Stored outputs are not compared here: chapter cells that compare with PyTorch print a
+one-line hint instead (``autodiff_lab.optional.import_torch``); strict nbval checks them.
 """
 
 from __future__ import annotations
@@ -29,9 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
-#: The browser walk runs the chapters, where it runs (CI requires it).
-CHAPTERS = [] if IN_CI or not browser_problems() else sorted(ROOT.glob("notebooks/*.ipynb"))
-NOTEBOOKS = [*CHAPTERS, *sorted(ROOT.glob("solutions/*.ipynb"))]
+#: The chapters, unless the browser walk runs them (where it can; CI requires it).
+NOTEBOOKS = [] if IN_CI or not browser_problems() else sorted(ROOT.glob("notebooks/*.ipynb"))
 
 
 def test_the_test_extra_adds_torch_and_micrograd():
@@ -78,8 +81,10 @@ def errors_without_test_extra(without_test_extra) -> dict[Path, str]:
         return dict(zip(NOTEBOOKS, pool.map(first_error, map(str, NOTEBOOKS))))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_notebook_runs_with_lab_extra_only(path, errors_without_test_extra):
-    error = errors_without_test_extra[path]
-    assert not error, f"{path.name}: a cell ended in an error without the test extra:\n{error}"
+if NOTEBOOKS:  # else the browser walk runs them: no empty, skipped parametrization here
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+    def test_notebook_runs_with_lab_extra_only(path, errors_without_test_extra):
+        error = errors_without_test_extra[path]
+        assert not error, f"{path.name}: a cell ended in an error without the test extra:\n{error}"

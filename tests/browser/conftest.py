@@ -23,7 +23,6 @@ an error. Without CI they are skipped (one line saying how to enable them).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -36,7 +35,7 @@ from pathlib import Path
 
 import pytest
 from browser_support import CHROMIUM, browser_problems
-from lab_only import hide_test_extra
+from lab_only import student_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -110,32 +109,13 @@ class JupyterServer:
         if hasattr(os, "getuid") and os.getuid() == 0:
             cmd.append("--allow-root")
         env = dict(os.environ, AUTODIFF_LAB_RENDERER="wasm", OMP_NUM_THREADS="1")
-        env["JUPYTER_PATH"] = str(self._student_kernel(root.parent))
+        env["JUPYTER_PATH"] = str(student_kernel(root.parent))  # kernels: a student's
         # the course's JupyterLab defaults, written as `make lab` writes them (no news prompt)
         subprocess.run([sys.executable, str(ROOT / "tools" / "lab_settings.py")], check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self._wait_ready(log_path)
-
-    @staticmethod
-    def _student_kernel(base: Path) -> Path:
-        """A Jupyter data folder whose ``python3`` kernel is a student's: this Python, with
-        the test extra's packages hidden (:mod:`lab_only`), as ``make lab`` installs it. The
-        server finds it first on ``JUPYTER_PATH``; the server itself keeps every package."""
-        data = base / "jupyter-data"
-        spec = data / "kernels" / "python3"
-        spec.mkdir(parents=True, exist_ok=True)
-        hidden = hide_test_extra(base / "hidden-test-extra")
-        kernel = {
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Python 3 (ipykernel)",
-            "language": "python",
-            "env": {"PYTHONPATH": str(hidden)},
-            "metadata": {"debugger": True},
-        }
-        (spec / "kernel.json").write_text(json.dumps(kernel, indent=1), encoding="utf-8")
-        return data
 
     def _wait_ready(self, log_path: Path, timeout: float = 60):
         deadline = time.monotonic() + timeout
