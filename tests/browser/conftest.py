@@ -211,6 +211,12 @@ THIRD_PARTY_CONSOLE_ERRORS = [
     # walk in two since 2026-12-01; no course code is on the stack.
     (r"Cannot read properties of null \(reading 'footer'\)\s+at \w+\._ensureFocus",
      r"/static/lab/jlab_core\."),
+    # jupyter_server 2's GET /api/kernels lists a kernel that is still starting (the walk has
+    # 3 in flight) and reads its last_activity, which is None until the kernel is up: the
+    # server log shows "TraitError: The 'last_activity' trait of a ServerKernelManager
+    # instance expected a datetime, not the NoneType None" and answers 500. JupyterLab polls
+    # that list again; no course code is involved.
+    (r"(HTTP 500 for|status of 500 \(Internal Server Error\)).*?/api/kernels\?\d+\)?$", r""),
     # The machine has no network: Voila's template links Font Awesome from a CDN, reveal.js
     # themes link Google Fonts.
     (r"ERR_NAME_NOT_RESOLVED|ERR_INTERNET_DISCONNECTED",
