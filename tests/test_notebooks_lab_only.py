@@ -17,24 +17,22 @@ one-line hint instead (``autodiff_lab.optional.import_torch``); strict nbval che
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import browser_problems
+from browser_support import browser_tests_run
 from lab_only import hidden_modules, hide_test_extra
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 #: The chapters, unless the browser walk runs them (where it can; CI requires it).
-NOTEBOOKS = [] if IN_CI or not browser_problems() else sorted(ROOT.glob("notebooks/*.ipynb"))
+NOTEBOOKS = [] if browser_tests_run() else sorted(ROOT.glob("notebooks/*.ipynb"))
 
 
 def test_the_test_extra_adds_torch_and_micrograd():

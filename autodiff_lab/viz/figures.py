@@ -136,10 +136,11 @@ def _axes_words(ax: Any) -> str:
     return words
 
 
-def _panel(ax: Any) -> str:
-    """One panel in words: its title, what it draws, against which axes, and its legend."""
+def _panel(ax: Any, marks: list[str]) -> str:
+    """One panel in words: its title, what it draws (``marks``), against which axes, and its
+    legend."""
     title = " ".join(plain(ax.get_title(loc)) for loc in ("left", "center", "right")).strip()
-    what = ", ".join(_marks(ax)) or "nothing drawn"
+    what = ", ".join(marks) or "nothing drawn"
     words = (f"“{title}”: " if title else "") + what + _axes_words(ax)
     legend = ax.get_legend()
     entries = [plain(t.get_text()) for t in legend.get_texts()] if legend is not None else []
@@ -148,17 +149,18 @@ def _panel(ax: Any) -> str:
     return words
 
 
-def _is_blank(ax: Any) -> bool:
+def _is_blank(ax: Any, marks: list[str]) -> bool:
     """An axes that shows nothing a reader could miss: turned off, or empty and unlabelled."""
     return not ax.get_visible() or not (
-        _marks(ax) or ax.get_title() or (ax.axison and (ax.get_xlabel() or ax.get_ylabel()))
+        marks or ax.get_title() or (ax.axison and (ax.get_xlabel() or ax.get_ylabel()))
     )
 
 
 def alt_text(fig: Any) -> str:
     """The figure's text alternative: :func:`describe`'s sentence, then the figure's title
     and each panel (colour bars are named by their label)."""
-    panels = [ax for ax in fig.get_axes() if not hasattr(ax, "_colorbar") and not _is_blank(ax)]
+    marks = {ax: _marks(ax) for ax in fig.get_axes() if not hasattr(ax, "_colorbar")}
+    panels = [ax for ax in marks if not _is_blank(ax, marks[ax])]
     colour_bars = [plain(ax.get_ylabel() or ax.get_xlabel()) for ax in fig.get_axes()
                    if hasattr(ax, "_colorbar")]  # fmt: skip
     words = []
@@ -170,9 +172,9 @@ def alt_text(fig: Any) -> str:
     head = f"{kind} “{plain(suptitle)}”" if suptitle else kind
     if len(panels) > 1:
         words.append(f"{head} with {len(panels)} panels.")
-        words += [f"Panel {i}, {_panel(ax)}." for i, ax in enumerate(panels, 1)]
+        words += [f"Panel {i}, {_panel(ax, marks[ax])}." for i, ax in enumerate(panels, 1)]
     elif panels:
-        words.append(f"{head}: {_panel(panels[0])}.")
+        words.append(f"{head}: {_panel(panels[0], marks[panels[0]])}.")
     else:
         words.append(f"{head} with no axes.")
     words += [f"Colour bar: {label}." for label in colour_bars if label]

@@ -34,7 +34,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from browser_support import CHROMIUM, browser_problems
+from browser_support import CHROMIUM, IN_CI, browser_problems
 from lab_only import student_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def pytest_configure(config):
