@@ -210,6 +210,6 @@ def test_chapter00_derivative_costs_a_constant_times_the_recorded_forward_pass()
     # "about 3" against the recorded pass, not growing with a program 16 times longer
     assert all(1.5 < r < 6 for r in vs_recorded.values()), vs_recorded
     assert max(vs_recorded.values()) < 2 * min(vs_recorded.values()), vs_recorded
-    # "ten to fifty" against plain floats, levelling off: far from the 4x growth of n
+    # "an order of magnitude" against plain floats, levelling off: far from the 4x growth of n
     assert all(5 < r < 150 for r in vs_plain.values()), vs_plain
     assert vs_plain[64] < 2 * vs_plain[16], vs_plain

@@ -106,7 +106,8 @@ def test_ch00_digits_at_the_best_steps(sweep):
 
 def test_ch00_stored_verdicts_and_theory_values():
     printed = _printed(_code_cell(CH00, "def best_step"))
-    assert "False" not in printed and printed.count("True") == 5, printed
+    assert "False" not in printed and printed.count("True") == 6, printed
+    assert central_error(1e-6) < 1e-9, "text: below 1e-9 at the tests' step h = 1e-6"
     assert f"sqrt(eps)  = {math.sqrt(EPS):.0e}" in printed and "= 1e-08" in printed
     assert f"eps^(1/3) = {EPS ** (1 / 3):.0e}" in printed and "= 6e-06" in printed
     assert round(-math.log10(math.sqrt(EPS))) == 8 and "about 8 correct digits" in printed
