@@ -36,7 +36,17 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
-from .kinds import BatchedArray, DualNumber, Node, Traced, constant, innermost, is_dual, is_node
+from .kinds import (
+    BatchedArray,
+    DualNumber,
+    Node,
+    Traced,
+    Tracer,
+    constant,
+    innermost,
+    is_dual,
+    is_node,
+)
 from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
 
 __all__ = [
@@ -108,19 +118,21 @@ def _inner(a: Any, b: Any) -> Any:
     return ops.sum(prod) if _shape_of(prod) else prod
 
 
+def _stack(values: list) -> Any:
+    """``values`` (numbers, arrays, graph values, duals or ``vmap`` batches, all of one
+    shape) stacked along a new axis 0: a plain array when none is traced."""
+    if any(isinstance(v, Traced) for v in values):
+        from .tensor import stack
+
+        return stack(values)
+    return np.stack([np.asarray(v, dtype=np.result_type(v, float)) for v in values])
+
+
 def _assemble(entries: list, shape: tuple) -> Any:
     """Numbers (one per entry of ``shape``, in C order) as one array of ``shape``."""
     if not shape:
         return entries[0]
-    if any(isinstance(e, Traced) for e in entries):
-        from .tensor import Tensor, stack
-
-        if any(is_dual(e) for e in entries):
-            parts = [e if isinstance(e, Traced) else np.asarray(e, float) for e in entries]
-        else:
-            parts = [e if isinstance(e, Node) else Tensor(np.asarray(e, float)) for e in entries]
-        return ops.reshape(stack([ops.reshape(p, ()) for p in parts]), shape)
-    return np.asarray([np.asarray(e, float) for e in entries]).reshape(shape)
+    return ops.reshape(_stack(entries), shape)
 
 
 def _batch_by_loop(prim: Primitive) -> Callable:
@@ -131,17 +143,12 @@ def _batch_by_loop(prim: Primitive) -> Callable:
 
     def rule(args: Sequence, batched: Sequence[bool], **params: Any) -> Any:
         size = next(ops.shape(a)[0] for a, b in zip(args, batched) if b)
-        outs = [
-            bind(prim, *[a[i] if b else a for a, b in zip(args, batched)], **params)
-            for i in range(size)
-        ]
-        if any(isinstance(o, Traced) for o in outs):
-            from .tensor import Tensor, stack
-
-            if not any(is_dual(o) for o in outs):
-                outs = [o if isinstance(o, Node) else Tensor(np.asarray(o)) for o in outs]
-            return stack(outs)
-        return np.stack([np.asarray(o) for o in outs])
+        return _stack(
+            [
+                bind(prim, *[a[i] if b else a for a, b in zip(args, batched)], **params)
+                for i in range(size)
+            ]
+        )
 
     return rule
 
@@ -633,7 +640,8 @@ def checkpoint(fn: Callable) -> Callable:
     and become inputs of the node, so their gradients flow too (finding them runs ``f``
     once more, recording, the first time its plain run returns a graph value). Under
     forward mode (``Dual`` arguments) or ``no_grad()`` nothing is recorded anyway and
-    ``f`` simply runs.
+    ``f`` simply runs; so it does inside ``vmap`` or ``jvp`` when ``f`` is given or closes
+    over their batches or dual numbers (the gradients are the same, op by op).
     """
     name = getattr(fn, "__name__", "f")
 
@@ -642,7 +650,12 @@ def checkpoint(fn: Callable) -> Callable:
             return fn(*args)
         copies = [a.detach() if is_node(a) else _constant_node(a) for a in args]
         out = fn(*copies)  # recorded only if f closes over graph values needing gradients
-        if isinstance(out, tuple | list) or isinstance(innermost(out), DualNumber):
+        if isinstance(out, Tracer):
+            # f is given or closes over a vmap batch or a jvp's dual number: one node
+            # could not hold it (its rules would lose the batch or the tangent), so f runs
+            # as it is, recorded op by op (right, without the memory saving)
+            return fn(*args)
+        if isinstance(out, tuple | list):
             raise TypeError(
                 f"checkpoint({name}): f must return one Value, Tensor or number, got "
                 f"{type(out).__name__} (stack several outputs into one Tensor first)"

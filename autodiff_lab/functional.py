@@ -55,7 +55,7 @@ import numpy as np
 from . import graph, ops
 from .batching import Batched, batch_levels, has_batch, lift, move_axis, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
-from .kinds import Traced, innermost, is_node
+from .kinds import Traced, as_primal, innermost, is_node
 from .linear import LinearGraph, linear_transpose, linearize  # noqa: F401  (chapter 08)
 from .tangents import replay
 from .tensor import Tensor, stack
@@ -497,9 +497,7 @@ def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
         if _has_dual(args):  # forward over forward: replay with the outer duals
             return _through_duals(jacfwd_f, args, (argnums,))
         args = list(args)
-        x = args[argnums]
-        if not isinstance(x, Traced):
-            x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+        x = as_primal(args[argnums])
         x_shape = x.shape if isinstance(x, Batched) else np.shape(_raw(x))
 
         def f_of_x(xd):
@@ -614,7 +612,7 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
         if _has_dual(args) or is_node(x) or has_batch(args) or _ReverseNesting.depth > 0:
             return columns_by_jvp(*args)  # nested inside another transformation
         # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
-        x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+        x = as_primal(x)
         args = list(args)
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
@@ -672,8 +670,7 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
     Either way the cost is a small constant times one evaluation of ``f``, whatever the
     size of ``x``; forming ``H`` first would take ``x.size`` passes.
     """
-    if not isinstance(x, Traced):
-        x = float(x) if np.ndim(x) == 0 else np.asarray(x, dtype=float)
+    x = as_primal(x)
     v_raw = _raw(v)
     if np.shape(v_raw) != np.shape(_raw(innermost(x))):
         raise ValueError(
@@ -681,9 +678,7 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
             f"{np.shape(_raw(innermost(x)))}; they must match"
         )
     if mode == "fwd-rev":
-        if not isinstance(v, Traced):
-            v = float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float)
-        return jvp(grad(f), (x,), (v,))[1]
+        return jvp(grad(f), (x,), (as_primal(v),))[1]
     if mode == "rev-rev":
 
         def gradient_along_v(x):

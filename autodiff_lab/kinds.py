@@ -19,7 +19,10 @@ is always the outer layer around graph nodes; among tracers, the one with the la
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from .primitives import Primitive
@@ -121,3 +124,15 @@ def constant(x: Any) -> Any:
             return x.constant()
         else:
             return x
+
+
+def as_primal(x: Any) -> Any:
+    """An input as every transformation takes it, decided once: a traced value as it is;
+    a Python number (or numpy scalar) as a float, for the scalar engine (``Value``);
+    anything else as a float64 array, a 0-d array staying a 0-d array (``Tensor``), so
+    ``hessian(f)(np.array(2.))`` runs ``f`` on the same kind of value as ``grad(f)``."""
+    if isinstance(x, Traced):
+        return x
+    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
+        return float(x)
+    return np.asarray(x, dtype=float)

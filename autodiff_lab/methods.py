@@ -2,7 +2,7 @@
 
 ``x.exp()``, ``t.sum(axis=0)``, ``a @ b``… are written once here. A class supplies how
 it applies a primitive — ``_apply(fn, *inputs, **params)`` (and ``_unary(fn)`` /
-``_binary(fn, other, reverse)`` where it has a faster or clearer path) — and inherits the
+``_binary(fn, a, b)`` where it has a faster or clearer path) — and inherits the
 rest:
 
 - :class:`FunctionMethods`: one method per elementwise function in the primitive table
@@ -60,54 +60,60 @@ class ArrayMethods(FunctionMethods):
         @property
         def ndim(self) -> int: ...
 
-    def _binary(self, fn: P.Primitive, other: Any, reverse: bool = False) -> Any:
+    def _binary(self, fn: P.Primitive, a: Any, b: Any) -> Any:
+        """``fn(a, b)``, one of the two being this array. Dispatched as
+        :func:`~autodiff_lab.primitives.bind` dispatches every primitive: among tracers the
+        newest (largest tag) applies it, whichever side it is on (``y * x`` and ``x * y``
+        alike); with no tracer, this array's class."""
+        other = b if a is self else a
         if isinstance(other, Tracer) and not isinstance(self, Tracer):
             return NotImplemented  # a Dual (or vmap batch) is the outer layer: its method drives
-        a, b = (other, self) if reverse else (self, other)
         try:
+            if isinstance(self, Tracer):
+                return P.bind(fn, a, b)
             return self._apply(fn, a, b)
         except ValueError as e:
             if "broadcast" not in str(e):
                 raise
             raise ValueError(
-                f"{type(self).__name__} {fn.symbol}: shapes {np.shape(constant(a))} and "
-                f"{np.shape(constant(b))} cannot be broadcast together (numpy rule: align "
+                f"{type(self).__name__} {fn.symbol}: shapes {_shape(a)} and "
+                f"{_shape(b)} cannot be broadcast together (numpy rule: align "
                 "shapes from the right; each pair of sizes must be equal or one of them 1)"
             ) from None
 
     # --- arithmetic (numpy broadcasting) ---------------------------------------------
 
     def __add__(self, other: Any) -> Any:
-        return self._binary(P.ADD, other)
+        return self._binary(P.ADD, self, other)
 
     def __radd__(self, other: Any) -> Any:
-        return self._binary(P.ADD, other, reverse=True)
+        return self._binary(P.ADD, other, self)
 
     def __sub__(self, other: Any) -> Any:
-        return self._binary(P.SUB, other)
+        return self._binary(P.SUB, self, other)
 
     def __rsub__(self, other: Any) -> Any:
-        return self._binary(P.SUB, other, reverse=True)
+        return self._binary(P.SUB, other, self)
 
     def __mul__(self, other: Any) -> Any:
-        return self._binary(P.MUL, other)
+        return self._binary(P.MUL, self, other)
 
     def __rmul__(self, other: Any) -> Any:
-        return self._binary(P.MUL, other, reverse=True)
+        return self._binary(P.MUL, other, self)
 
     def __truediv__(self, other: Any) -> Any:
-        return self._binary(P.DIV, other)
+        return self._binary(P.DIV, self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
-        return self._binary(P.DIV, other, reverse=True)
+        return self._binary(P.DIV, other, self)
 
     def __pow__(self, other: Any) -> Any:
         if isinstance(other, numbers.Real):
             return self._apply(P.POW_CONST, self, exponent=other)
-        return self._binary(P.POW, other)
+        return self._binary(P.POW, self, other)
 
     def __rpow__(self, other: Any) -> Any:
-        return self._binary(P.POW, other, reverse=True)
+        return self._binary(P.POW, other, self)
 
     def __neg__(self) -> Any:
         return self._apply(P.NEG, self)
@@ -116,11 +122,11 @@ class ArrayMethods(FunctionMethods):
         if isinstance(other, Tracer) and not isinstance(self, Tracer):
             return NotImplemented
         _check_matmul(type(self).__name__, self.shape, _shape(other))
-        return self._apply(P.MATMUL, self, other)
+        return self._binary(P.MATMUL, self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
         _check_matmul(type(self).__name__, _shape(other), self.shape)
-        return self._apply(P.MATMUL, other, self)
+        return self._binary(P.MATMUL, other, self)
 
     # comparisons give plain booleans (no gradient), for control flow; == stays identity
     def __lt__(self, other: Any) -> Any:

@@ -282,12 +282,15 @@ def _newest_tracer(inputs) -> Tracer:
     return newest  # type: ignore[return-value]
 
 
-PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32}  # never graph values
+# never graph values: constants wherever they meet a traced value (np.bool_ too: a mask
+# `x > 0` of a 0-d array is one)
+PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32, np.bool_}
 
 
 def _bcast(t, out):
-    """A tangent stretched to the output's shape (broadcasting copies it)."""
-    return t if type(t) is float else broadcast_to(t, shape(out))
+    """A tangent stretched to the output's shape (broadcasting copies it): also a
+    float's tangent, when the float met an array (``x0 + x`` for ``x`` a number)."""
+    return broadcast_to(t, shape(out))
 
 
 # --- batching (vmap): the helpers the batching rules share ----------------------------------

@@ -1,0 +1,267 @@
+"""Two transformations meeting: the six classes of bug of issue 23, each on its reproducer.
+
+Every case here once returned a wrong number, leaked a tracer or raised an unrelated
+error. Each is now checked against a closed form and, where one exists, ``torch.func``
+(float64), or finite differences:
+
+- A: two tracers meeting in a binary operator or ``@`` (the newest must apply it, as
+  ``bind`` does): ``vmap(jacfwd(y * x))``, the mask idiom ``(x > 0) * x`` under
+  ``vmap(jvp)``, ``jvp(vmap(y / x))``;
+- B: ``custom_vjp``/``custom_jvp`` under a batch of tangents or cotangents
+  (``jacrev(vectorize=True)``, ``vmap(jacrev)``, ``vmap(hessian)``, ``vmap(vmap)``);
+- C: ``checkpoint`` closing over a batched value (and over a dual number);
+- D: 0-d arrays in ``hessian``, ``hvp``, ``jacfwd(jacrev)``;
+- E: a float primal's tangent broadcast by ``add``/``sub``;
+- F: a numpy bool in arithmetic with a ``Dual``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autodiff_lab import Dual, Tensor, checkpoint, custom_jvp, custom_vjp, ops
+from autodiff_lab.batching import Batched
+from autodiff_lab.functional import grad, hessian, hvp, jacfwd, jacrev, jvp, vjp, vmap
+from autodiff_lab.kinds import Traced
+
+RTOL, ATOL = 1e-10, 1e-12
+
+
+def plain(x):
+    """The result as a float64 array, after checking nothing traced leaked out of it."""
+    if isinstance(x, tuple | list):
+        return type(x)(plain(v) for v in x)
+    assert not isinstance(x, Traced), f"a {type(x).__name__} leaked out: {x!r:.80}"
+    arr = np.asarray(x)
+    assert arr.dtype == np.float64, f"dtype {arr.dtype}: {arr!r:.80}"
+    return arr
+
+
+def close(got, want, rtol=RTOL, atol=ATOL):
+    np.testing.assert_allclose(plain(got), want, rtol=rtol, atol=atol)
+
+
+FD = {"rtol": 1e-7, "atol": 1e-8}  # central differences: error O(h²) + O(eps/h)
+
+
+def central_difference(f, x, h=1e-6):
+    """d f / d x for a scalar x (f may return an array)."""
+    return (np.asarray(f(x + h)) - np.asarray(f(x - h))) / (2 * h)
+
+
+# --- A: the newest tracer applies a binary operator ------------------------------------------
+
+
+X2 = np.array([0.5, -1.0])
+Y22 = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+
+@pytest.mark.parametrize("order", ["y * x", "x * y"])
+def test_A_vmap_of_jacfwd_of_a_product_either_order(order, torch):
+    f = (lambda x, y: y * x) if order == "y * x" else (lambda x, y: x * y)
+    got = vmap(jacfwd(f), in_axes=(None, 0))(X2, Y22)
+    close(got, np.stack([np.diag(Y22[0]), np.diag(Y22[1])]))  # d(y x)/dx = diag(y)
+    tf = torch.func
+    want = tf.vmap(tf.jacfwd(lambda x, y: y * x), in_dims=(None, 0))(
+        torch.tensor(X2), torch.tensor(Y22)
+    )
+    close(got, want.numpy())
+
+
+def test_A_matmul_between_tracers_goes_to_the_newest(torch):
+    A = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    xs = np.array([[0.5, -1.0], [2.0, 0.25]])
+
+    def f(a, x):
+        return a @ x
+
+    got = vmap(jacfwd(f, argnums=1), in_axes=(None, 0))(A, xs)
+    close(got, np.stack([A, A]))
+    got_rev = vmap(jacfwd(lambda x, a: (a @ x).sum()), in_axes=(0, None))(xs, A)
+    close(got_rev, np.tile(A.sum(0), (2, 1)))
+
+
+def test_A_mask_idiom_under_vmap_of_jvp():
+    x = np.array([0.5, -1.0, 2.0])
+    t = np.array([1.0, 1.0, 3.0])
+    out, tangent = vmap(lambda x, t: jvp(lambda x: (x > 0) * x, (x,), (t,)))(x, t)
+    close(out, np.maximum(x, 0))
+    close(tangent, (x > 0) * t)
+
+
+def test_A_jvp_of_vmap_divides_by_the_batch():
+    x, tx = np.array([1.0, 2.0]), np.array([1.0, 1.0])
+    out, tangent = jvp(vmap(lambda x, y: y / x, in_axes=(0, None)), (x, 3.0), (tx, 1.0))
+    close(out, 3.0 / x)
+    close(tangent, 1.0 / x - 3.0 * tx / x**2)  # d(y/x) = dy/x - y dx/x²
+
+
+# --- B: custom rules under a batch of tangents or cotangents ---------------------------------
+
+
+@custom_jvp
+def twice_sin_jvp(x):
+    return 2 * ops.sin(x)
+
+
+@twice_sin_jvp.defjvp
+def _twice_sin_jvp_rule(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return twice_sin_jvp(x), 2 * ops.cos(x) * t
+
+
+@custom_vjp
+def twice_sin_vjp(x):
+    return 2 * ops.sin(x)
+
+
+twice_sin_vjp.defvjp(lambda x: (twice_sin_vjp(x), x), lambda x, g: (2 * ops.cos(x) * g,))
+
+X3 = np.array([0.3, -0.7, 1.1])
+XS = np.array([[0.3, -0.7, 1.1], [0.2, 0.9, -1.5]])
+
+
+@pytest.mark.parametrize("fn", [twice_sin_jvp, twice_sin_vjp], ids=["custom_jvp", "custom_vjp"])
+@pytest.mark.parametrize(
+    "jac",
+    [
+        lambda f: jacrev(f),
+        lambda f: jacrev(f, vectorize=True),
+        lambda f: jacfwd(f),
+        lambda f: jacfwd(f, vectorize=True),
+    ],
+    ids=["jacrev", "jacrev-vectorized", "jacfwd", "jacfwd-vectorized"],
+)
+def test_B_jacobians_of_custom_rules(fn, jac):
+    close(jac(fn)(X3), np.diag(2 * np.cos(X3)))
+    close(vmap(jac(fn))(XS), np.stack([np.diag(2 * np.cos(x)) for x in XS]))
+
+
+@pytest.mark.parametrize("fn", [twice_sin_jvp, twice_sin_vjp], ids=["custom_jvp", "custom_vjp"])
+def test_B_vmap_of_jvp_and_hessian_and_vmap_of_vmap(fn, torch):
+    out, tangent = vmap(lambda x, t: jvp(fn, (x,), (t,)))(XS, XS * 0 + 1)
+    close(out, 2 * np.sin(XS))
+    close(tangent, 2 * np.cos(XS))
+    got = vmap(hessian(lambda x: fn(x).sum()))(XS)
+    close(got, np.stack([np.diag(-2 * np.sin(x)) for x in XS]))
+    want = torch.func.vmap(torch.func.hessian(lambda x: (2 * torch.sin(x)).sum()))(torch.tensor(XS))
+    close(got, want.numpy())
+    close(vmap(vmap(fn))(XS), 2 * np.sin(XS))
+    close(vmap(vmap(grad(fn)))(XS), 2 * np.cos(XS))
+
+
+# --- C: checkpoint closing over a batched value ----------------------------------------------
+
+B2 = np.array([1.0, 2.0])
+
+
+def _batched_checkpoint(a, B):
+    return vmap(lambda a, b: checkpoint(lambda u: u * b)(a), in_axes=(None, 0))(a, B)
+
+
+def test_C_grad_through_a_checkpoint_closing_over_a_batch(torch):
+    got = grad(lambda a: _batched_checkpoint(a, B2).sum())(np.array(0.5))
+    close(got, 3.0)  # d/da (a·1 + a·2)
+    fd = central_difference(lambda a: _batched_checkpoint(np.array(a), B2).sum(), 0.5)
+    close(got, fd, **FD)
+
+
+def test_C_vjp_of_vmap_of_checkpoint():
+    out, vjp_fn = vjp(lambda a, B: _batched_checkpoint(a, B), np.array(0.5), B2)
+    close(out, 0.5 * B2)
+    ct_a, ct_b = vjp_fn(np.array([1.0, 10.0]))
+    close(ct_a, 1.0 * 1 + 10.0 * 2)
+    close(ct_b, 0.5 * np.array([1.0, 10.0]))
+
+
+def test_C_checkpoint_of_a_batch_argument_and_of_a_closed_over_dual():
+    per_example = vmap(grad(lambda x: checkpoint(lambda u: ops.sin(u) * u)(x)))(X3)
+    close(per_example, np.cos(X3) * X3 + np.sin(X3))
+
+    def f(s):  # the checkpointed function closes over the jvp's dual number s
+        return grad(lambda a: checkpoint(lambda u: u * u * s)(a))(np.array(1.5))
+
+    out, tangent = jvp(f, (np.array(2.0),), (np.array(1.0),))
+    close(out, 2 * 1.5 * 2.0)
+    close(tangent, 2 * 1.5)
+
+
+# --- D: 0-d arrays stay arrays ----------------------------------------------------------------
+
+
+def _square_sum(x):
+    return (x * x).sum()
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        lambda x: hessian(_square_sum)(x),
+        lambda x: hessian(_square_sum, mode="rev-rev")(x),
+        lambda x: jacfwd(jacrev(_square_sum))(x),
+        lambda x: jacrev(jacfwd(_square_sum))(x),
+        lambda x: hvp(_square_sum, x, np.array(1.0)),
+        lambda x: hvp(_square_sum, x, np.array(1.0), mode="rev-rev"),
+    ],
+    ids=["hessian", "hessian-rev-rev", "jacfwd-jacrev", "jacrev-jacfwd", "hvp", "hvp-rev-rev"],
+)
+def test_D_second_derivatives_of_a_0d_array(second, torch):
+    got = second(np.array(2.0))
+    close(got, 2.0)
+    assert np.shape(got) == ()
+    want = torch.func.hessian(lambda x: (x * x).sum())(torch.tensor(2.0, dtype=torch.float64))
+    close(got, want.numpy())
+
+
+def test_D_a_python_number_still_uses_the_scalar_engine():
+    assert hessian(lambda x: x * x * x)(2.0) == pytest.approx(12.0)
+    assert hvp(lambda x: x * x * x, 2.0, 1.0) == pytest.approx(12.0)
+
+
+# --- E: a float primal's tangent broadcast ---------------------------------------------------
+
+X0 = np.array([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "f, torch_f, slope",
+    [
+        (lambda x: X0 + x, lambda t, x: t + x, 1.0),
+        (lambda x: x + X0, lambda t, x: x + t, 1.0),
+        (lambda x: X0 - x, lambda t, x: t - x, -1.0),
+        (lambda x: x - X0, lambda t, x: x - t, 1.0),
+    ],
+    ids=["x0 + x", "x + x0", "x0 - x", "x - x0"],
+)
+def test_E_float_tangent_is_broadcast(f, torch_f, slope, torch):
+    close(jvp(lambda x: f(x).sum(), (0.5,), (1.0,))[1], 3 * slope)
+    close(grad(lambda x: f(x).sum())(np.array(0.5)), 3 * slope)
+    close(jacfwd(f)(0.5), np.full(3, slope))
+    close(jacfwd(f)(0.5), central_difference(f, 0.5), **FD)
+    x0 = torch.tensor(X0)
+    want = torch.func.jacfwd(lambda x: torch_f(x0, x))(torch.tensor(0.5, dtype=torch.float64))
+    close(jacfwd(f)(0.5), want.numpy())
+
+
+# --- F: numpy bools are constants ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("x, slope", [(0.7, 1.0), (-0.7, 0.0)])
+def test_F_numpy_bool_times_a_dual(x, slope):
+    out, tangent = jvp(lambda x: (x > 0) * x, (np.array(x),), (np.array(1.0),))
+    close(out, max(x, 0.0))
+    close(tangent, slope)
+    out, tangent = jvp(lambda x: x * (x > 0) + np.True_, (np.array(x),), (np.array(1.0),))
+    close(tangent, slope)
+    d = Dual(np.array(x), np.array(1.0)) * np.bool_(True)
+    assert isinstance(d, Dual)
+    close(d.tangent, 1.0)
+
+
+def test_tensor_and_batched_take_numpy_bools_too():
+    t = Tensor(np.array([1.0, -2.0]), requires_grad=True)
+    close((t * np.bool_(True)).data, [1.0, -2.0])
+    out = vmap(lambda x: x * np.bool_(False) + x)(X3)
+    close(out, X3)
+    assert not isinstance(out, Batched)
