@@ -285,37 +285,50 @@ def build(solutions_dir: Path, exercises_dir: Path, *, force: bool = False, out=
     for gen in generated:
         for warning in gen.warnings:
             print(f"warning: {warning}", file=out)
-        target = exercises_dir / gen.name
-        recorded = manifest["files"].get(gen.name, {}).get("sha256")
         entry = {"sha256": gen.sha256, "source": f"{solutions_dir.name}/{gen.name}"}
-        if not target.exists():
-            target.write_text(gen.text)
-            print(f"wrote {target}", file=out)
-        else:
-            on_disk = sha256_file(target)
-            if on_disk == gen.sha256:
-                print(f"up to date: {target}", file=out)
-            elif on_disk == recorded:  # untouched since we generated it: safe to replace
-                target.write_text(gen.text)
-                print(f"updated {target}", file=out)
-            elif force:
-                backup = _backup_path(target)
-                target.rename(backup)
-                target.write_text(gen.text)
-                print(f"replaced {target} (--force); the previous file is in {backup}", file=out)
-            else:
-                beside = target.with_name(f"{target.stem}.new.ipynb")
-                beside.write_text(gen.text)
-                print(
-                    f"kept {target}: it was changed since it was generated (your work?). "
-                    f"The new version is {beside}; run with --force to replace it "
-                    "(your file is backed up first).",
-                    file=out,
-                )
-                continue  # the manifest keeps describing the generated file we did not write
-        manifest["files"][gen.name] = entry
+        if write_keeping_edits(exercises_dir / gen.name, gen.text, manifest, force=force, out=out):
+            manifest["files"][gen.name] = entry
     write_manifest(exercises_dir, manifest)
     return 0
+
+
+def write_keeping_edits(target: Path, text: str, manifest: dict, *, force: bool, out) -> bool:
+    """Write ``text`` to ``target`` unless a person changed the file there since it was last
+    written (its hash differs from the one ``manifest`` recorded): then keep their file, put
+    ``text`` beside it as ``NAME.new.ipynb`` when it is newer than what was last written, and
+    return False — the manifest keeps describing the file last written. ``force`` backs their
+    file up first and replaces it. True when ``target`` now holds ``text``.
+    ``autodiff-lab start`` copies the course by the same rule."""
+    recorded = manifest["files"].get(target.name, {}).get("sha256")
+    if not target.exists():
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target}", file=out)
+        return True
+    on_disk = sha256_file(target)
+    if on_disk == sha256_text(text):
+        print(f"up to date: {target}", file=out)
+    elif on_disk == recorded:  # untouched since we wrote it: safe to replace
+        target.write_text(text, encoding="utf-8")
+        print(f"updated {target}", file=out)
+    elif force:
+        backup = _backup_path(target)
+        target.rename(backup)
+        target.write_text(text, encoding="utf-8")
+        print(f"replaced {target} (--force); the previous file is in {backup}", file=out)
+    elif sha256_text(text) == recorded:  # changed by a person, and nothing newer to offer
+        print(f"kept {target}: changed since it was written (your work?)", file=out)
+        return False
+    else:
+        beside = target.with_name(f"{target.stem}.new{target.suffix}")
+        beside.write_text(text, encoding="utf-8")
+        print(
+            f"kept {target}: it was changed since it was written (your work?). "
+            f"The new version is {beside}; run with --force to replace it "
+            "(your file is backed up first).",
+            file=out,
+        )
+        return False
+    return True
 
 
 def check_up_to_date(solutions_dir: Path, exercises_dir: Path, *, out=None) -> int:
