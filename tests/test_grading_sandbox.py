@@ -285,7 +285,7 @@ def batch(tmp_path_factory):
     alice = [
         SETUP,
         "import random\nrandom.seed(1)\nLUCKY = random.random()",
-        "import resource\nassert resource.getrlimit(resource.RLIMIT_AS)[0] == 1024 * 2**20",
+        "import resource\nassert resource.getrlimit(resource.RLIMIT_DATA)[0] == 1024 * 2**20",
         CORRECT["dsin"],
         "from mylib import square",
         CORRECT["scale"],
@@ -464,9 +464,8 @@ def test_only_an_allowlist_is_mounted_and_hidden_folders_never_cover_the_system(
     from autodiff_lab.grading.sandbox import MASKED, SYSTEM_FOLDERS, _bwrap_arguments
 
     grading = PACKAGE / "grading"
-    args = _bwrap_arguments(
-        Path("/tmp/x"), [grading], [Path("/"), Path("/usr"), PACKAGE, grading / "exercises"]
-    )
+    hidden = [Path("/"), Path("/usr"), PACKAGE, grading / "exercises"]
+    args = _bwrap_arguments(Path("/tmp/x"), [grading], hidden, 256 * 2**20)
     mounts = [
         (a, args[k + 1]) for k, a in enumerate(args) if a in ("--tmpfs", "--ro-bind", "--bind")
     ]
@@ -482,4 +481,8 @@ def test_only_an_allowlist_is_mounted_and_hidden_folders_never_cover_the_system(
             cover = ("--tmpfs", str(secret)) if secret.is_dir() else ("--ro-bind", "/dev/null")
             assert cover in mounts and str(secret) in args[args.index("/etc") :], secret
     assert args[args.index("--uid") + 1] == "65534"
-    assert args[-4:] == ["/tmp/x", "/tmp/submission", "--chdir", "/tmp/submission"]
+    assert args[-8:-4] == ["/tmp/x", "/tmp/submission", "--chdir", "/tmp/submission"]
+    assert args[-4:] == ["--remount-ro", "/dev", "--remount-ro", "/"]  # RAM the worker owns
+    for ram in ("/tmp", "/dev/shm"):  # RAM folders of their own, size-limited
+        at = args.index(ram, args.index("--dev"))
+        assert args[at - 1] == "--tmpfs" and args[at - 3 : at - 1] == ["--size", "268435456"]

@@ -13,8 +13,9 @@ bubblewrap``) every worker runs with:
   the exercise references and ``solutions/`` covered by empty folders. Nothing else of
   the machine exists there: not the course folder or its ``.git``, other students'
   copies (whatever ``TMPDIR`` is), submissions, gradebook, exports;
-- a ``/tmp`` of its own, a RAM tmpfs of :data:`SANDBOX_TMP_MB` MB where bubblewrap has
-  ``--size`` (0.7+);
+- a ``/tmp`` and a ``/dev/shm`` of its own, RAM tmpfs of :data:`SANDBOX_TMP_MB` MB each
+  where bubblewrap has ``--size`` (0.7+), whose use counts as the worker's memory; the
+  sandbox's ``/`` and ``/dev`` (RAM folders bubblewrap makes) are read-only;
 - its own scratch copy of its submission, writable, at :data:`SCRATCH_IN_SANDBOX`.
 
 The worker's uid is mapped to the grader's: a grader running as root leaves the root-owned
@@ -52,7 +53,7 @@ MASKED = tuple(
     )
 )  # fmt: skip
 SANDBOX_UID = 65534  # "nobody"
-SANDBOX_TMP_MB = 256.0  # the size of the sandbox's /tmp (a RAM tmpfs) when bwrap has --size
+SANDBOX_TMP_MB = 256.0  # the size of the sandbox's /tmp and /dev/shm (RAM) when bwrap has --size
 NO_SANDBOX_NOTE = "graded WITHOUT a sandbox (bubblewrap not available): see the README"
 
 
@@ -138,10 +139,12 @@ def _bwrap_arguments(
         args += (
             ["--tmpfs", str(secret)] if secret.is_dir() else ["--ro-bind", "/dev/null", str(secret)]
         )
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777"]
-    if tmp_bytes is not None:
-        args += ["--size", str(int(tmp_bytes))]
-    args += ["--tmpfs", "/tmp"]
+    args += ["--dev", "/dev", "--proc", "/proc"]
+    for ram_folder in ("/tmp", "/dev/shm"):  # RAM folders of their own, size-limited
+        args += ["--perms", "1777"]
+        if tmp_bytes is not None:
+            args += ["--size", str(int(tmp_bytes))]
+        args += ["--tmpfs", ram_folder]
     shown: list[Path] = [*SYSTEM_FOLDERS]
     for path in sorted({Path(os.path.abspath(k)) for k in keep}, key=lambda p: len(p.parts)):
         if path.exists() and not any(_within(path, s) for s in shown):
@@ -155,7 +158,9 @@ def _bwrap_arguments(
                 ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
             )
     args += ["--bind", str(scratch), SCRATCH_IN_SANDBOX, "--chdir", SCRATCH_IN_SANDBOX]
-    return args
+    # bubblewrap's own / and /dev are RAM folders the worker owns: read-only, so that only
+    # the size-limited /tmp and /dev/shm (and the scratch copy) take what it writes.
+    return [*args, "--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 @functools.lru_cache(maxsize=4)

@@ -12,7 +12,14 @@ ended. Everything about processes lives here; nothing here judges an answer.
 - **Clocks.** The worker interrupts a cell itself after ``timeout`` seconds (an alarm
   raising ``KeyboardInterrupt``, like Jupyter's stop button) and the next cell runs. If
   the code swallows that, or an exercise runs past ``timeout``, or the whole notebook
-  runs past its ``deadline``, the grader kills the worker.
+  runs past its ``deadline`` (:func:`notebook_time_limit`), the grader kills the worker.
+  The phase events that restart the per-step clock come from the student's process, so
+  :class:`PhaseClock` takes them only forward through the plan, each step once: forging
+  them buys no time beyond the notebook's own limit.
+- **Limits** on tasks (processes and threads) and memory (what is held, not address
+  space): measured by :mod:`~autodiff_lab.grading.accounting`, no cgroup.
+- **Infrastructure failures** (a worker that could not start or never got ready) are
+  told apart from the student's result: :attr:`WorkerRun.infrastructure_failure`.
 - **Killing** ends the worker's session, every process carrying this run's token in its
   environment, and — in the sandbox — its whole PID namespace.
 """
@@ -33,6 +40,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .accounting import (
+    MEMORY_CHECK_SECONDS,
+    TASK_CHECK_SECONDS,
+    ProcessWatch,
+    processes_with_token,
+)
 from .sandbox import Sandbox
 
 TOKEN_ENV = "AUTODIFF_LAB_GRADING_TOKEN"
@@ -41,8 +54,8 @@ INTERRUPT_GRACE = 2.0  # seconds a cell gets to stop after its alarm before the 
 MAX_EVENT_LOG_BYTES = 64 * 2**20  # read at most this much of a worker's events (its file cap)
 MAX_LINE_BYTES = 17 * 2**20  # one event line: an answer is refused above 16 MB
 POLL_SECONDS = 0.02
-WATCH_SECONDS = 0.25  # how often the worker's processes are counted and measured
-MAX_PROCESSES = 64  # processes one worker may have at once (all its descendants)
+MAX_PROCESSES = 64  # tasks (processes and threads) one worker may have at once, in all
+TASK_LIMIT_MARGIN = 8  # the kernel's RLIMIT_NPROC (sandbox) sits this far above the watch's
 OUTPUT_TAIL_BYTES = 1500
 WORKER_MODULE = "autodiff_lab.grading.worker"
 
@@ -56,18 +69,38 @@ class WorkerRun:
     stopped_for: str | None  # "timeout", "deadline", "stopped", "processes", "memory", None
     phase: tuple[str, Any]  # ("startup"|"cell"|"exercise"|"between", index or id)
     exit_description: str
-    output_tail: str
+    output_tail: str  # the end of its stdout/stderr, control characters shown as \x1b
+    infrastructure_failure: str | None = None
+    """Why the GRADER could not run this worker, or None: not the student's result.
+
+    Set when no student code ran: the worker could not be started (fork/exec failed, e.g.
+    EAGAIN when the machine's tasks are exhausted; the sandbox failed to start), or it
+    ended, or was stopped, before reporting ``ready`` (the worker reports ``ready`` after
+    its own imports and before the first cell, so nothing of the submission has run by
+    then). The caller should run the submission again rather than record this run; since
+    a lasting cause (a ``--memory`` too small to import IPython, a broken environment)
+    fails every time, retry a bounded number of times and then record it as the crash it
+    is. Never set for Ctrl-C (``stopped_for == "stopped"``).
+    """
+    malformed_events: int = 0  # lines on the channel that were not a well-formed event
+
+
+_EXERCISE_KINDS = ("exercise", "exercise_done", "answer_missing")
+_OPTIONAL_STR = (str, type(None))
 
 
 class EventReader:
     """Reads the JSON-lines events as the file grows, keeping only events that can matter.
 
     The file is the student's process's to write, so it may hold anything: malformed
-    lines, unknown kinds, cells or exercises that do not exist, the same event a million
-    times. Kept: known kinds naming a real cell (``0 <= index < cells``) or a requested
-    exercise (and case), each distinct (kind, id, index) once, the first. So what the
-    grader holds is bounded by the notebook's size, never by what the process wrote; at
-    most :data:`MAX_EVENT_LOG_BYTES` are read at all.
+    lines, unknown kinds, fields of any type, cells or exercises that do not exist, the
+    same event a million times. Kept: known kinds naming a real cell (``0 <= index <
+    cells``) or a requested exercise (and case), each distinct (kind, id, index) once, the
+    first, rebuilt with only the fields of its kind, each of its type (``error`` and
+    ``message`` strings or None, ``interrupted`` a bool, ``kind`` a string; ``value`` is
+    plain JSON, decoded by the grader). Anything else is counted in ``malformed`` and
+    dropped. So what the grader holds is bounded by the notebook's size, never by what the
+    process wrote; at most :data:`MAX_EVENT_LOG_BYTES` are read at all.
     """
 
     def __init__(self, fd: int, cells: int = 0, cases: dict[str, int] | None = None) -> None:
@@ -77,33 +110,57 @@ class EventReader:
         self.cells = cells
         self.cases = cases or {}
         self.seen: set[tuple] = set()
+        self.malformed = 0
 
-    def _keep(self, event: Any) -> bool:
-        if not isinstance(event, dict):
-            return False
+    def _exercise(self, ex_id: Any) -> bool:
+        return type(ex_id) is str and ex_id in self.cases
+
+    def _clean(self, event: Any) -> dict | None:
+        """The event with only its kind's fields, or None when it is not well formed."""
+        if type(event) is not dict:
+            return None
         kind, ex_id, index = event.get("event"), event.get("id"), event.get("index")
-        if kind in ("started", "ready", "finished"):
-            key: tuple = (kind,)
-        elif kind in ("cell", "cell_done"):
+        if kind in ("ready", "finished"):
+            return {"event": kind}
+        if kind == "started":
+            pid = event.get("pid")
+            return {"event": kind, "pid": pid if type(pid) is int else None}
+        if kind in ("cell", "cell_done"):
             if type(index) is not int or not 0 <= index < self.cells:
-                return False
-            key = (kind, index)
-        elif kind in ("exercise", "exercise_done", "answer_missing"):
-            if not isinstance(ex_id, str) or ex_id not in self.cases:
-                return False
-            key = (kind, ex_id)
-        elif kind == "case":
-            if not isinstance(ex_id, str) or ex_id not in self.cases:
-                return False
-            if type(index) is not int or not 0 <= index < self.cases[ex_id]:
-                return False
-            key = (kind, ex_id, index)
-        else:
-            return False
+                return None
+            if kind == "cell":
+                return {"event": kind, "index": index}
+            error, interrupted = event.get("error"), event.get("interrupted", False)
+            if not isinstance(error, _OPTIONAL_STR) or type(interrupted) is not bool:
+                return None
+            return {"event": kind, "index": index, "error": error, "interrupted": interrupted}
+        if kind in _EXERCISE_KINDS:
+            return {"event": kind, "id": ex_id} if self._exercise(ex_id) else None
+        if kind == "case":
+            if not self._exercise(ex_id) or type(index) is not int:
+                return None
+            outcome, message = event.get("kind"), event.get("message")
+            if not 0 <= index < self.cases[str(ex_id)] or type(outcome) is not str:
+                return None
+            if not isinstance(message, _OPTIONAL_STR):
+                return None
+            return {
+                "event": kind, "id": ex_id, "index": index, "kind": outcome,
+                "value": event.get("value"), "message": message,
+            }  # fmt: skip
+        return None
+
+    def _keep(self, event: Any) -> dict | None:
+        clean = self._clean(event)
+        if clean is None:
+            if not (type(event) is dict and event.get("event") == "case_start"):
+                self.malformed += 1  # (case_start is the worker's own, unused here)
+            return None
+        key = (clean["event"], clean.get("id"), clean.get("index"))
         if key in self.seen:
-            return False
+            return None
         self.seen.add(key)
-        return True
+        return clean
 
     def read_new(self) -> list[dict]:
         events = []
@@ -118,14 +175,81 @@ class EventReader:
             self.partial = lines.pop()
             if len(self.partial) > MAX_LINE_BYTES:  # a line longer than any answer: drop it
                 self.partial = b""
+                self.malformed += 1
             for line in lines:
                 try:
                     event = json.loads(line)
                 except (ValueError, RecursionError):
+                    self.malformed += 1
                     continue
-                if self._keep(event):
-                    events.append(event)
+                kept = self._keep(event)
+                if kept is not None:
+                    events.append(kept)
         return events
+
+
+class PhaseClock:
+    """Which step the worker is in and since when, moved ONLY forward through the plan.
+
+    Phase events arrive on the student's own channel, so the student can forge them. The
+    order is fixed: startup, ready, then each cell (start, done) by index, then each
+    requested exercise (start, done) in the request's order. An event is taken only if it
+    lies after the current step, and each once (the reader drops repeats), so forged
+    events can restart the clock at most once per step of the notebook's own plan: a
+    forger gets no more time than an honest notebook whose every step ran to its limit —
+    the per-notebook limit of :func:`notebook_time_limit` — and a forged step is blamed
+    for what happens next.
+    """
+
+    def __init__(self, exercise_order: list[str], now: float) -> None:
+        self.order = {ex_id: k for k, ex_id in enumerate(exercise_order)}
+        self.position: tuple = (0,)
+        self.phase: tuple[str, Any] = ("startup", None)
+        self.started = now
+        self.ready = False
+        self.startup_seconds = 0.0  # from start to "ready": the grader's time, not the student's
+
+    def _position(self, event: dict) -> tuple | None:
+        kind = event["event"]
+        if kind == "ready":
+            return (1,)
+        if kind in ("cell", "cell_done"):
+            return (2, event["index"], kind == "cell_done")
+        if kind in _EXERCISE_KINDS:
+            return (3, self.order[event["id"]], kind != "exercise")
+        return None
+
+    def advance(self, event: dict, now: float) -> None:
+        position = self._position(event)
+        if position is None or position <= self.position:
+            return
+        self.position, self.started = position, now
+        kind = event["event"]
+        if kind == "ready":
+            self.ready, self.startup_seconds = True, now - self.started
+        if kind == "cell":
+            self.phase = ("cell", event["index"])
+        elif kind == "exercise":
+            self.phase = ("exercise", event["id"])
+        else:
+            self.phase = ("between", None)
+
+
+def notebook_time_limit(timeout: float, cells: int, exercises: int, cap: float) -> float:
+    """Seconds of the student's time one notebook may take in all, from its plan::
+
+        (cells + exercises) * (timeout + INTERRUPT_GRACE), at most cap
+
+    ``cells``: the code cells planned to run; ``exercises``: the exercises requested (each
+    exercise's cases share one ``timeout``); ``cap``: the lecturer's
+    ``--notebook-timeout``. It is what a notebook whose every step ran to its limit could
+    use, so one that sleeps just under the limit in every cell, or forges events to
+    restart the clock, is stopped there. The student's time: :func:`run_worker` leaves
+    out each worker's start-up (up to "ready", at most :data:`STARTUP_TIMEOUT`), which
+    is the grader's.
+    """
+    steps = max(0, cells) + max(0, exercises)
+    return min(cap, steps * (timeout + INTERRUPT_GRACE))
 
 
 def _unnamed_file(data: bytes = b"", *, append: bool = False) -> int:
@@ -171,7 +295,7 @@ def kill_everything(proc: subprocess.Popen, token: str) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        survivors = processes_with_token(token)
+        survivors = processes_with_token(token, TOKEN_ENV)
         for pid in survivors:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -186,100 +310,6 @@ def kill_everything(proc: subprocess.Popen, token: str) -> None:
         pass
 
 
-def processes_with_token(token: str) -> list[int]:
-    """PIDs whose environment carries ``TOKEN_ENV=token`` (Linux /proc; elsewhere none)."""
-    needle = f"{TOKEN_ENV}={token}".encode()
-    pids: list[int] = []
-    proc_dir = Path("/proc")
-    if not proc_dir.is_dir():
-        return pids
-    for entry in proc_dir.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            pids.append(int(entry.name))
-    return pids
-
-
-def _pid_namespace(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/pid")
-    except OSError:
-        return ""
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _memory_of(pid: int) -> int:
-    """Bytes of memory ``pid`` holds: its proportional share (PSS: pages shared after a
-    fork count once in all), else its resident size."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-class ProcessWatch:
-    """The processes of one worker, counted and measured (Linux ``/proc``).
-
-    In the sandbox: every process in the worker's PID namespace (a new session or a
-    cleared environment does not leave it). Without: every process carrying the run's
-    token. Their number and their summed memory (PSS) are what the limits apply to
-    (``RLIMIT_NPROC`` cannot: it counts every process of the grader's user, and none for
-    root).
-    """
-
-    def __init__(self, proc: subprocess.Popen, token: str, sandboxed: bool) -> None:
-        self.proc, self.token, self.sandboxed = proc, token, sandboxed
-        self.namespace = ""
-
-    def pids(self) -> list[int]:
-        if not Path("/proc").is_dir():
-            return []
-        if not self.sandboxed:
-            return sorted({self.proc.pid, *processes_with_token(self.token)})
-        if not self.namespace:
-            inner = _children(self.proc.pid)
-            self.namespace = _pid_namespace(inner[0]) if inner else ""
-            if not self.namespace or self.namespace == _pid_namespace(os.getpid()):
-                self.namespace = ""
-                return []
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit() and _pid_namespace(int(entry.name)) == self.namespace:
-                pids.append(int(entry.name))
-        return pids
-
-    def over_limit(self, max_processes: int, memory_mb: float) -> str | None:
-        """``"processes"`` or ``"memory"`` when a limit is passed, else None."""
-        pids = self.pids()
-        if len(pids) > max_processes:
-            return "processes"
-        used = sum(_memory_of(pid) for pid in pids)
-        return "memory" if used > memory_mb * 2**20 else None
-
-
 def describe_exit(returncode: int | None) -> str:
     """``"exited with code 1"``, ``"was killed by SIGKILL"``…"""
     if returncode is None:
@@ -291,6 +321,40 @@ def describe_exit(returncode: int | None) -> str:
             name = f"signal {-returncode}"
         return f"was killed by {name}"
     return f"exited with code {returncode}"
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (but newline and tab) shown as ``\\x1b``-style
+    escapes: the worker's output never reaches a terminal raw."""
+    return "".join(
+        c
+        if c in "\n\t" or (c.isprintable() and c != "\x7f")
+        else f"\\x{ord(c):02x}"
+        if ord(c) < 256
+        else f"\\u{ord(c):04x}"
+        for c in text
+    )
+
+
+def _not_started(exc: OSError) -> WorkerRun:
+    reason = f"the worker could not be started ({type(exc).__name__}: {exc})"
+    return WorkerRun(
+        events=[], finished=False, stopped_for=None, phase=("startup", None),
+        exit_description="could not be started", output_tail="",
+        infrastructure_failure=reason,
+    )  # fmt: skip
+
+
+def _startup_failure(stopped_for: str | None, exit_description: str, tail: str) -> str:
+    """Why a worker ended before it was ready (so before any student code ran)."""
+    if stopped_for == "timeout":
+        why = f"did not get ready within {STARTUP_TIMEOUT:g} s"
+    elif stopped_for in ("memory", "processes", "deadline"):
+        why = f"passed its {stopped_for} limit before it was ready"
+    else:
+        why = f"{exit_description} before it was ready"
+    last = tail.strip().splitlines()[-1][:200] if tail.strip() else ""
+    return f"the worker {why}" + (f": {last}" if last else "")
 
 
 def run_worker(
@@ -310,11 +374,18 @@ def run_worker(
     """Start one worker on ``request`` and supervise it until it finishes or is stopped.
 
     ``deadline`` is a ``time.monotonic()`` instant: the notebook's total time runs out
-    then, whatever the phase. ``stop`` set (Ctrl-C) kills the worker at once.
+    then, whatever the phase (see :func:`notebook_time_limit`), pushed back by this
+    worker's start-up (the grader's time, bounded by :data:`STARTUP_TIMEOUT`). ``stop`` set (Ctrl-C)
+    kills the worker at once. ``max_processes`` counts processes and threads;
+    ``memory_mb`` applies to the memory of :mod:`~autodiff_lab.grading.accounting`.
+    A worker that could not run at all says so in ``infrastructure_failure``.
     """
+    if sandbox.isolated:  # the kernel's own count, per user namespace: above the watch's
+        request = {**request, "max_tasks": max_processes + TASK_LIMIT_MARGIN}
     request_fd = _unnamed_file(json.dumps(request).encode())
     events_fd = _unnamed_file(append=True)
     output_fd = _unnamed_file(append=True)
+    exercise_order = [e["id"] for e in request.get("exercises", [])]
     cases = {e["id"]: len(e["cases"]) for e in request.get("exercises", [])}
     reader = EventReader(events_fd, len(request.get("cells", [])), cases)
     token = secrets.token_hex(16)
@@ -327,29 +398,25 @@ def run_worker(
             cwd=scratch, env=env, start_new_session=True, close_fds=True,
             pass_fds=(request_fd, events_fd),
         )  # fmt: skip
+    except OSError as exc:  # fork or exec failed (EAGAIN, ENOMEM, no such program)
+        for fd in (events_fd, output_fd):
+            os.close(fd)
+        return _not_started(exc)
     finally:
         os.close(request_fd)
     events: list[dict] = []
-    phase: tuple[str, Any] = ("startup", None)
-    phase_started = time.monotonic()
+    clock = PhaseClock(exercise_order, time.monotonic())
     finished = False
     stopped_for = None
-    watch = ProcessWatch(proc, token, sandbox.isolated)
-    next_watch = time.monotonic() + WATCH_SECONDS
+    watch = ProcessWatch(proc.pid, token, TOKEN_ENV, sandbox.isolated)
+    next_tasks = next_memory = time.monotonic()
     try:
         while True:
             exited = proc.poll() is not None
             for event in reader.read_new():
                 events.append(event)
-                kind = event["event"]
-                if kind in ("cell", "exercise"):
-                    phase = (kind, event.get("index", event.get("id")))
-                    phase_started = time.monotonic()
-                elif kind in ("ready", "cell_done", "exercise_done", "answer_missing"):
-                    phase = ("between", None)
-                    phase_started = time.monotonic()
-                elif kind == "finished":
-                    finished = True
+                clock.advance(event, time.monotonic())
+                finished = finished or event["event"] == "finished"
             if exited or finished:
                 break
             now = time.monotonic()
@@ -358,32 +425,48 @@ def run_worker(
             if stop is not None and stop.is_set():
                 stopped_for = "stopped"
                 break
-            if now > deadline:
+            if clock.ready and now > deadline + clock.startup_seconds:
                 stopped_for = "deadline"
                 break
-            if now - phase_started > limit.get(phase[0], timeout):
+            if now - clock.started > limit.get(clock.phase[0], timeout):
                 stopped_for = "timeout"
                 break
-            if now > next_watch:
-                next_watch = now + WATCH_SECONDS
-                stopped_for = watch.over_limit(max_processes, memory_mb)
-                if stopped_for:
-                    break
+            if now >= next_memory:
+                next_memory, next_tasks = now + MEMORY_CHECK_SECONDS, now + TASK_CHECK_SECONDS
+                usage = watch.usage()
+                if usage.tasks > max_processes:
+                    stopped_for = "processes"
+                elif usage.memory > memory_mb * 2**20:
+                    stopped_for = "memory"
+            elif now >= next_tasks:
+                next_tasks = now + TASK_CHECK_SECONDS
+                if watch.tasks() > max_processes:
+                    stopped_for = "processes"
+            if stopped_for:
+                break
             time.sleep(POLL_SECONDS)
     finally:
         kill_everything(proc, token)
     for event in reader.read_new():  # whatever arrived between the last read and the kill
         events.append(event)
+        clock.advance(event, time.monotonic())
         finished = finished or event["event"] == "finished"
     size = os.fstat(output_fd).st_size
     tail = os.pread(output_fd, OUTPUT_TAIL_BYTES, max(0, size - OUTPUT_TAIL_BYTES))
     os.close(events_fd)
     os.close(output_fd)
+    output_tail = _printable(tail.decode("utf-8", "replace"))
+    exit_description = describe_exit(proc.returncode)
+    failure = None
+    if not clock.ready and stopped_for != "stopped":
+        failure = _startup_failure(stopped_for, exit_description, output_tail)
     return WorkerRun(
         events=events,
         finished=finished,
         stopped_for=stopped_for,
-        phase=phase,
-        exit_description=describe_exit(proc.returncode),
-        output_tail=tail.decode("utf-8", "replace"),
+        phase=clock.phase,
+        exit_description=exit_description,
+        output_tail=output_tail,
+        infrastructure_failure=failure,
+        malformed_events=reader.malformed,
     )

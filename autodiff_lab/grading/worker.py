@@ -5,7 +5,7 @@ the sandbox when there is one), with two inherited file descriptors::
 
     python -P -s -m autodiff_lab.grading.worker REQUEST_FD EVENTS_FD
 
-It limits its own memory and file sizes first, then runs the notebook's code cells in
+It limits its own memory, tasks and file sizes first, then runs the notebook's code cells in
 order with IPython's shell (so ``%magics`` work; an error in a cell is recorded and the
 next cell runs, as a lecturer pressing "Run All, continue on error" would). Then, for each
 exercise, it imports the exercise's student-side ``run`` by name (from
@@ -44,14 +44,24 @@ class AnswerTooLarge(ValueError):
 MAX_PRINTED_BYTES = 2**20  # student output kept (the rest is dropped, not buffered)
 
 
-def limit_resources(memory_mb: float, output_mb: float) -> None:
-    """Cap address space and the size of any file written; no core dumps.
+def limit_resources(memory_mb: float, output_mb: float, max_tasks: int | None = None) -> None:
+    """Cap writable private memory, tasks (sandbox only) and the size of any file; no cores.
 
+    Memory: ``RLIMIT_DATA`` (heap, anonymous and writable private mappings, thread stacks),
+    so one allocation past the limit raises MemoryError. Not ``RLIMIT_AS``: address space
+    reserved and never touched (``PROT_NONE``, as the CUDA build of PyTorch maps its
+    libraries and reserves) is no memory; what all the worker's processes hold together
+    is watched by the grader (:mod:`~autodiff_lab.grading.accounting`).
+    ``max_tasks``: ``RLIMIT_NPROC``, given only in the sandbox, where the kernel counts
+    processes and threads per user namespace (this worker's alone; a root grader's
+    workers are exempt, and are counted by the grader's watch).
     Soft and hard limits are both set, so (unprivileged) student code cannot raise them.
     A file-size overrun then fails the write (EFBIG) instead of killing the process.
     """
     memory = int(memory_mb * 2**20)
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+    if max_tasks is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_tasks, max_tasks))
     size = int(output_mb * 2**20)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -235,7 +245,7 @@ def main(argv: list[str]) -> None:
     request_fd, events_fd = (int(a) for a in argv)
     with os.fdopen(request_fd, "rb") as f:
         request = json.loads(f.read())
-    limit_resources(request["memory_mb"], request["output_mb"])
+    limit_resources(request["memory_mb"], request["output_mb"], request.get("max_tasks"))
     events = Events(events_fd)
     events.emit(event="started", pid=os.getpid())
     try:

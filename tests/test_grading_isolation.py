@@ -1,0 +1,325 @@
+"""One worker at a time, attacked from inside, supervised by ``run_worker`` in bubblewrap.
+
+Each test runs a tiny notebook (a few code cells, no exercises unless said) straight
+through :func:`~autodiff_lab.grading.supervise.run_worker`, performs one attack and
+asserts the fair outcome: memory counted as what the worker holds (not the address space
+it reserved; memfd and ``/dev/shm`` files included), threads counted as tasks, a clock the
+student's forged events cannot reset, malformed events dropped, the output never raw on a
+terminal, and a worker that could not start told apart from a student's result. Without
+bubblewrap these tests skip; under ``CI=true`` they fail (CI installs it).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from grading_testkit import bubblewrap_or_skip
+
+import autodiff_lab
+from autodiff_lab.grading import supervise
+from autodiff_lab.grading.sandbox import Sandbox
+from autodiff_lab.grading.supervise import EventReader, notebook_time_limit, run_worker
+
+pytestmark = pytest.mark.slow  # each test starts one or two sandboxed workers: seconds
+PACKAGE_ROOT = Path(autodiff_lab.__file__).parent.parent
+TIMEOUT = 3.0
+
+
+def keep_paths() -> list[Path]:
+    import sys
+
+    return [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable), PACKAGE_ROOT]
+
+
+def run_cells(
+    tmp_path: Path,
+    cells: list[str],
+    *,
+    sandbox: Sandbox | None = None,
+    memory_mb: float = 1024.0,
+    max_processes: int = 64,
+    timeout: float = TIMEOUT,
+    seconds: float = 60.0,
+    exercises: list[dict] | None = None,
+    python: str | None = None,
+    name: str = "scratch",
+) -> supervise.WorkerRun:
+    import sys
+
+    scratch = tmp_path / name
+    scratch.mkdir()
+    request = {
+        "cells": cells, "exercises": exercises or [], "timeout": timeout,
+        "memory_mb": memory_mb, "output_mb": 64.0,
+    }  # fmt: skip
+    return run_worker(
+        request, sandbox=sandbox or bubblewrap_or_skip(), scratch=scratch, keep=keep_paths(),
+        hide=[], timeout=timeout, deadline=time.monotonic() + seconds,
+        python=python or sys.executable, max_processes=max_processes, memory_mb=memory_mb,
+    )  # fmt: skip
+
+
+def cell_errors(run: supervise.WorkerRun) -> dict[int, str | None]:
+    return {e["index"]: e["error"] for e in run.events if e["event"] == "cell_done"}
+
+
+# --- memory: what the worker holds, not the address space it reserved ------------------
+
+RESERVE_8_GIB = """
+import mmap
+reserved = mmap.mmap(-1, 8 * 2**30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x4000,
+                     prot=0)  # PROT_NONE, MAP_NORESERVE: address space only, never touched
+"""
+
+
+def test_eight_gib_of_reserved_address_space_grades_normally(tmp_path):
+    """As the CUDA build of PyTorch maps its libraries: far more address space than memory."""
+    run = run_cells(tmp_path, [RESERVE_8_GIB, "import numpy as np\nx = np.ones(10**7)"],
+                    memory_mb=512)  # fmt: skip
+    assert run.finished and run.stopped_for is None, run
+    assert cell_errors(run) == {0: None, 1: None}
+    assert run.infrastructure_failure is None
+
+
+def test_one_allocation_past_the_limit_is_a_memory_error_not_a_kill(tmp_path):
+    run = run_cells(tmp_path, ["import numpy as np\nx = np.ones(200 * 2**20)"], memory_mb=512)
+    assert run.finished and run.stopped_for is None
+    assert "MemoryError" in (cell_errors(run)[0] or "")
+
+
+MEMFD_BOMB = """
+import os, time
+held = []
+for k in range(40):  # 40 files of 48 MB (each under the 64 MB file-size limit): 1.9 GB
+    fd = os.memfd_create(f"hoard{k}")
+    os.posix_fallocate(fd, 0, 48 * 2**20)  # memory no process maps: in no process's PSS
+    held.append(fd)
+time.sleep(30)
+"""
+
+SHM_BOMB = """
+import os, time
+written = 0
+try:
+    for k in range(4):  # 4 files of 48 MB in /dev/shm, closed: held by no process at all
+        with open(f"/dev/shm/hoard{k}", "wb") as f:
+            for _ in range(48):
+                f.write(b"x" * 2**20)
+                written += 1
+except OSError as exc:
+    raise RuntimeError(f"SHM-FULL after {written} MB ({exc.strerror})")
+time.sleep(30)
+"""
+
+
+@pytest.mark.parametrize("bomb", [MEMFD_BOMB, SHM_BOMB], ids=["memfd", "dev-shm"])
+def test_memory_held_in_shared_memory_files_is_stopped(tmp_path, bomb):
+    start = time.monotonic()
+    run = run_cells(tmp_path, ["x = 1", bomb], memory_mb=200)  # the worker alone: ~70 MB
+    elapsed = time.monotonic() - start
+    assert run.stopped_for == "memory", run
+    assert run.phase == ("cell", 1)
+    assert elapsed < 15  # not the cell's 30 s
+    assert run.infrastructure_failure is None  # the student's own doing: recorded
+
+
+def test_the_sandboxs_own_root_and_dev_are_read_only(tmp_path):
+    """bubblewrap's / and /dev are RAM folders of unlimited size: nothing may be written."""
+    probe = """
+import os
+refused = []
+for folder in ["/", "/dev"]:
+    try:
+        open(os.path.join(folder, "hoard"), "wb").close()
+    except OSError as exc:
+        refused.append(folder)
+assert refused == ["/", "/dev"], refused
+"""
+    run = run_cells(tmp_path, [probe])
+    assert cell_errors(run) == {0: None}, run
+
+
+# --- tasks: threads count against --max-processes ----------------------------------------
+
+THREAD_BOMB = """
+import threading, time
+threading.stack_size(64 * 1024)
+gate = threading.Event()
+started = 0
+try:
+    while True:
+        threading.Thread(target=gate.wait, daemon=True).start()
+        started += 1
+except RuntimeError as exc:
+    raise RuntimeError(f"THREADS-REFUSED after {started}")
+"""
+
+
+def test_a_thread_bomb_is_stopped_and_an_honest_neighbour_is_not_hurt(tmp_path):
+    honest: dict[str, supervise.WorkerRun] = {}
+
+    def neighbour() -> None:
+        time.sleep(0.5)  # starts while the bomb is going off
+        honest["run"] = run_cells(
+            tmp_path, ["import subprocess\nsubprocess.run(['true'], check=True)", "y = 2"],
+            name="honest",
+        )  # fmt: skip
+
+    beside = threading.Thread(target=neighbour)
+    beside.start()
+    run = run_cells(tmp_path, ["x = 1", THREAD_BOMB], max_processes=32, name="bomb")
+    beside.join()
+    # Root graders: the watch stops it; others: the kernel's per-sandbox count refuses more
+    # (at the limit plus a margin, far below what memory alone would allow).
+    refused = re.search(r"THREADS-REFUSED after (\d+)", cell_errors(run).get(1) or "")
+    if refused:
+        assert int(refused.group(1)) <= 32 + supervise.TASK_LIMIT_MARGIN, run
+    else:
+        assert run.stopped_for == "processes" and run.phase == ("cell", 1), run
+    assert honest["run"].finished and cell_errors(honest["run"]) == {0: None, 1: None}
+
+
+# --- infrastructure failures: the grader's, never the student's --------------------------
+
+
+def test_a_worker_that_cannot_be_started_is_an_infrastructure_failure(tmp_path):
+    run = run_cells(tmp_path, ["x = 1"], python=str(tmp_path / "no-such-python"),
+                    sandbox=Sandbox("none", reason="test"))  # fmt: skip
+    assert run.infrastructure_failure and "could not be started" in run.infrastructure_failure
+    assert not run.finished and run.events == []
+
+
+def test_a_sandbox_that_fails_to_start_is_an_infrastructure_failure(tmp_path):
+    broken = Sandbox("bubblewrap", "/bin/false")  # exits 1 before anything runs
+    run = run_cells(tmp_path, ["x = 1"], sandbox=broken)
+    assert run.infrastructure_failure, run
+    assert "exited with code 1 before it was ready" in run.infrastructure_failure
+
+
+FAKE_INFRASTRUCTURE = """
+import os
+for fd in range(3, 64):  # forge a startup on every descriptor, then die before 'ready'
+    try:
+        os.write(fd, b'{"event": "started", "pid": 1}\\n')
+    except OSError:
+        pass
+os._exit(1)
+"""
+
+
+def test_a_student_cannot_fake_an_infrastructure_failure(tmp_path):
+    """Student code runs only after 'ready': whatever it does, the run is the student's."""
+    run = run_cells(tmp_path, [FAKE_INFRASTRUCTURE])
+    assert run.infrastructure_failure is None
+    assert run.exit_description == "exited with code 1" and run.phase == ("cell", 0)
+
+
+# --- clocks: forged phase events never reset them ---------------------------------------
+
+FORGED_CLOCK = """
+import json, os, time
+def forge(**event):
+    for fd in range(3, 64):
+        try:
+            os.write(fd, (json.dumps(event) + "\\n").encode())
+        except OSError:
+            pass
+steps = [dict(event="ready")]
+for index in range(50):
+    steps += [dict(event="cell_done", index=index, error=None, interrupted=False),
+              dict(event="cell", index=index)]
+steps += [dict(event="exercise", id="97.1"), dict(event="exercise_done", id="97.1")]
+end = time.monotonic() + 30
+while time.monotonic() < end:  # swallow the alarm; a forged step just before each limit
+    try:
+        forge(**steps.pop(0)) if steps else None
+        time.sleep(0.15)
+        forge(**steps.pop(0)) if steps else None
+        time.sleep(0.9 * CELL_TIMEOUT)
+    except KeyboardInterrupt:
+        pass
+"""
+
+
+def test_forged_phase_events_buy_no_time_beyond_the_notebooks_limit(tmp_path):
+    """Events move the clock only forward through the notebook's own plan (2 cells, 1
+    exercise), each step once; whatever is forged, the notebook is stopped by its limit
+    of (2 + 1) * (timeout + grace) of its own time, not after the 30 s it asked for."""
+    exercise = {
+        "id": "97.1",
+        "answer": "dsin",
+        "cases": [[0.0]],
+        "run": {"module": "autodiff_lab.grading.runners.common", "name": "number"},
+    }
+    timeout = 1.5
+    limit = notebook_time_limit(timeout, cells=2, exercises=1, cap=600.0)
+    cells = [f"CELL_TIMEOUT = {timeout}\n" + FORGED_CLOCK, "x = 1"]
+    start = time.monotonic()
+    run = run_cells(tmp_path, cells, exercises=[exercise], timeout=timeout, seconds=limit)
+    elapsed = time.monotonic() - start
+    assert run.stopped_for in ("timeout", "deadline"), run
+    assert elapsed < limit + supervise.STARTUP_TIMEOUT / 6, elapsed  # + a slow start-up
+    forged = [e for e in run.events if e["event"] in ("cell", "cell_done", "exercise")]
+    assert len(forged) <= 2 * 2 + 2  # each step of the plan at most once
+
+
+def test_malformed_events_are_dropped_and_counted_never_a_crash():
+    import os
+
+    fd = os.open(os.getcwd(), os.O_TMPFILE | os.O_RDWR, 0o600)
+    lines = [
+        '{"event": "case", "id": ["97.1"], "index": 0, "kind": "value"}',  # id a list
+        '{"event": "case", "id": "97.1", "index": [0], "kind": "value"}',  # index a list
+        '{"event": "case", "id": "97.1", "index": 0, "kind": ["value"]}',  # kind a list
+        '{"event": "case", "id": "97.1", "index": 0, "kind": "error", "message": {"a": 1}}',
+        '{"event": "cell_done", "index": 0, "error": ["x"]}',
+        '{"event": "cell_done", "index": 0, "interrupted": "yes"}',
+        '{"event": {"cell": 1}, "index": 0}',
+        '{"event": "exercise", "id": {"97.1": 1}}',
+        "[1, 2, 3]",
+        "not json",
+        '{"event": "cell", "index": 0, "id": [1], "extra": {"x": 1}}',  # kept, cleaned
+        '{"event": "case", "id": "97.1", "index": 0, "kind": "value", "value": [1.5]}',
+    ]
+    os.write(fd, ("\n".join(lines) + "\n").encode())
+    reader = EventReader(fd, cells=1, cases={"97.1": 1})
+    events = reader.read_new()
+    os.close(fd)
+    assert events == [
+        {"event": "cell", "index": 0},
+        {"event": "case", "id": "97.1", "index": 0, "kind": "value", "value": [1.5],
+         "message": None},
+    ]  # fmt: skip
+    assert reader.malformed == 10
+    for event in events:  # every field the grader may hash or compare has its type
+        assert {type(v) for k, v in event.items() if k != "value"} <= {str, int, type(None)}
+
+
+def test_the_notebook_limit_follows_the_cell_timeout_and_the_plan():
+    assert supervise.INTERRUPT_GRACE == 2.0
+    # (cells + exercises) * (timeout + 2 s), at most --notebook-timeout
+    assert notebook_time_limit(5.0, cells=6, exercises=3, cap=600.0) == 9 * 7.0
+    assert notebook_time_limit(60.0, cells=30, exercises=10, cap=600.0) == 600.0
+    assert notebook_time_limit(3.0, cells=6, exercises=3, cap=6.0) == 6.0
+
+
+# --- output: never raw on the lecturer's terminal ----------------------------------------
+
+
+def test_the_workers_output_reaches_no_terminal_raw(tmp_path, capfd):
+    noisy = (
+        "import os, sys, warnings\n"
+        "os.write(2, b'\\x1b[2J\\x1b[31mFAKE GRADER LINE\\r\\n')\n"
+        "warnings.warn('\\x1b]0;title\\x07')\n"
+        "print('\\x1b[1mbold', file=sys.__stderr__)\n"
+        "raise SystemExit(0)"
+    )
+    run = run_cells(tmp_path, [noisy, "compile('x = \"\\\\\\x1b\"', 'c', 'exec')", "os._exit(5)"])
+    assert "\x1b" not in run.output_tail and "\r" not in run.output_tail
+    assert "\\x1b[2J" in run.output_tail and "FAKE GRADER LINE" in run.output_tail
+    out, err = capfd.readouterr()
+    assert "\x1b" not in out + err
