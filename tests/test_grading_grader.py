@@ -331,7 +331,8 @@ def test_reports_escape_and_csv_quotes(tmp_path):
         (md_report,) = book.write_reports(tmp_path / "md", fmt="md")
     with open(tmp_path / "g.csv", newline="") as f:
         (row,) = list(csv.DictReader(f))
-    assert row["feedback"] == f"Hint: {feedback_hint}"  # round-trips through CSV quoting
+    # round-trips through CSV quoting, on one line: a line break is written as its escape
+    assert row["feedback"] == "Hint: " + feedback_hint.replace("\n", "\\n")
     assert html_report.name.startswith("o_brien__script_-") and html_report.suffix == ".html"
     page = html_report.read_text()
     assert "<script>" not in page and "o&#x27;brien &lt;script&gt;" in page
@@ -339,5 +340,5 @@ def test_reports_escape_and_csv_quotes(tmp_path):
     table_row = [line for line in md_report.read_text().splitlines() if line.startswith("| 97.1")]
     assert table_row == [
         "| 97.1 sin \\| cos | 0.5 / 1 | failed | "
-        'Hint\\: a "quoted", comma \\| pipe newline &amp; &lt;tag&gt; |'
+        'Hint\\: a "quoted", comma \\| pipe\\\\nnewline &amp; &lt;tag&gt; |'
     ]

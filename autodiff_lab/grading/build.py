@@ -35,13 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import registry
+from .notebook_facts import CHECK_CALL_RE, EXERCISE_COMMENT_RE, NotANotebook, parse_notebook
+from .notebook_facts import code_sources as code_sources
 
 MANIFEST_NAME = ".manifest.json"
 SOLUTION_ONLY_TAG = "solution-only"
 BEGIN_RE = re.compile(r"^(?P<indent>[ \t]*)###\s*BEGIN SOLUTION\b(?P<rest>.*)$")
 END_RE = re.compile(r"^[ \t]*###\s*END SOLUTION\b")
-EXERCISE_COMMENT_RE = re.compile(r"#\s*Exercise\s+(\d+\.\d+)\b")
-CHECK_CALL_RE = re.compile(r"""\bcheck\(\s*["'](\d+\.\d+)["']""")
 
 
 class BuildError(ValueError):
@@ -179,28 +179,17 @@ def replace_regions(
 # --- notebooks as plain JSON ----------------------------------------------------------------
 # Notebooks are JSON; reading and writing them with ``json`` keeps this module (and the
 # ``make test`` check) free of nbformat, whose schema validator takes seconds to import.
+# One reader for every notebook, the course's and the students': notebook_facts.
 
 
 def read_notebook(path: Path) -> dict:
-    """A notebook file as a dict, with every cell's ``source`` as one string."""
+    """A notebook file as a dict, with every cell's ``source`` as one string (outputs kept)."""
     try:
-        nb = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return parse_notebook(Path(path).read_bytes(), keep_outputs=True)
+    except OSError as exc:
         raise BuildError(f"{path} is not a readable notebook: {exc}") from None
-    if not isinstance(nb, dict) or nb.get("nbformat") != 4 or not isinstance(nb.get("cells"), list):
-        raise BuildError(f"{path} is not a version 4 Jupyter notebook")
-    for cell in nb["cells"]:
-        if not isinstance(cell, dict) or "cell_type" not in cell:
-            raise BuildError(f"{path} has a malformed cell")
-        source = cell.get("source", "")
-        cell["source"] = "".join(source) if isinstance(source, list) else str(source)
-        cell.setdefault("metadata", {})
-    return nb
-
-
-def code_sources(nb: dict) -> list[str]:
-    """The source of every code cell, in order."""
-    return [c["source"] for c in nb["cells"] if c["cell_type"] == "code"]
+    except NotANotebook as exc:
+        raise BuildError(f"{path} is not a readable notebook: {exc}") from None
 
 
 def dumps_notebook(nb: dict) -> str:

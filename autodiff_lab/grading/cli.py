@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from . import registry
+from .safetext import printable as printable  # names and messages in the terminal
 
 
 def register(subparsers) -> None:
@@ -54,6 +55,11 @@ def register(subparsers) -> None:
     grade.add_argument(
         "--summary", type=Path,
         help="also write one row per student here: student,total,maximum,<one column per notebook>",
+    )  # fmt: skip
+    grade.add_argument(
+        "--chapters", type=_chapter_list, metavar="N,M",
+        help="the chapters assigned: --summary's maximum is every exercise of these (default: "
+        "each chapter at least half of the students submitted work for)",
     )  # fmt: skip
     grade.add_argument(
         "--db", type=Path, default=Path("gradebook.sqlite"), help="default: gradebook.sqlite"
@@ -128,7 +134,8 @@ def run_grade(args: argparse.Namespace) -> int:
         for module in args.exercises_module:
             registry.load_module(module)
         registry.all_exercises()
-        submissions = collect_submissions(args.submissions)
+        warnings: list[str] = []
+        submissions = collect_submissions(args.submissions, warnings)
         sandbox = choose("bubblewrap" if args.require_sandbox else args.sandbox)
     except (ImportError, FileNotFoundError, TypeError, ValueError, RuntimeError) as exc:
         print(f"grade: {exc}", file=sys.stderr)
@@ -137,6 +144,8 @@ def run_grade(args: argparse.Namespace) -> int:
         print("grade: no notebooks found in " + " ".join(args.submissions), file=sys.stderr)
         return 2
     print(sandbox.describe(), file=sys.stderr)
+    for warning in warnings:
+        print(f"warning: {printable(warning)}", file=sys.stderr)
     exports = [args.db.parent, *(p.parent for p in (args.out, args.summary) if p), args.report]
     settings = Settings(
         timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory,
@@ -180,16 +189,22 @@ def run_grade(args: argparse.Namespace) -> int:
         )
         for sub, error in summary.errors:
             print(f"grader error on {printable(sub.name)}: {printable(error)}", file=sys.stderr)
+        for sub in summary.not_graded:
+            print(
+                f"not graded (the grader could not start its worker): {printable(sub.name)}; "
+                "run the same command again to grade it",
+                file=sys.stderr,
+            )
         if args.out:
             n = book.export_csv(args.out, keys)
             print(f"wrote {n} rows to {args.out}")
         if args.summary:
-            n = book.export_summary(args.summary, keys)
+            n = book.export_summary(args.summary, keys, chapters=args.chapters)
             print(f"wrote {n} students to {args.summary}")
         if args.report:
             paths = book.write_reports(args.report, keys, fmt=args.report_format)
             print(f"wrote {len(paths)} feedback reports to {args.report}/")
-    return 1 if summary.errors else 0
+    return 1 if summary.errors or summary.not_graded else 0
 
 
 def print_table(book, keys: list[str]) -> None:
@@ -208,14 +223,9 @@ def print_table(book, keys: list[str]) -> None:
         print(f"{student:<16} {notebook:<28} {points:>9}  {counts or sub['status']}")
 
 
-def printable(text: str) -> str:
-    """``text`` for a terminal: control characters (ANSI escapes, carriage returns, bidi
-    overrides) shown as ``\\x1b``-style escapes instead of acting on the terminal."""
-    import unicodedata
-
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")
-        else ch
-        for ch in str(text)
-    )
+def _chapter_list(text: str) -> list[int]:
+    """``"3,4"`` -> [3, 4]."""
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"chapters must be numbers like 3,4: {text!r}") from None

@@ -34,9 +34,13 @@ import secrets
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .grader import SubmissionResult
+from .safetext import printable, storable_path
 from .scoring import STATUSES
+
+if TYPE_CHECKING:
+    from .grader import SubmissionResult
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS submissions (
@@ -76,6 +80,10 @@ CREATE TABLE IF NOT EXISTS results (
     PRIMARY KEY (submission, exercise)
 );
 """
+
+#: A submission the grader could not grade (its worker could not start: the machine, not the
+#: notebook); recorded so every export lists the student, and never skipped by a rerun.
+NOT_GRADED = "not graded"
 
 CSV_COLUMNS = [
     "student", "exercise", "title", "points", "max_points", "status", "feedback", "notebook",
@@ -124,11 +132,13 @@ class Gradebook:
         return seed
 
     def is_graded(self, submission_key: str, sha256: str) -> bool:
-        """True when this exact file content was graded already."""
+        """True when this exact file content was graded already (a :data:`NOT_GRADED`
+        record is not a grade: the grader's own failure is tried again)."""
         row = self.conn.execute(
-            "SELECT sha256 FROM submissions WHERE submission = ?", (submission_key,)
+            "SELECT sha256, status FROM submissions WHERE submission = ?",
+            (storable_path(submission_key),),
         ).fetchone()
-        return row is not None and row["sha256"] == sha256
+        return row is not None and row["sha256"] == sha256 and row["status"] != NOT_GRADED
 
     def in_progress(self) -> dict[str, tuple[str, int]]:
         """Notebooks left "in progress" by a grader that died: key -> (sha256, alone)."""
@@ -140,12 +150,14 @@ class Gradebook:
         with self.conn:
             self.conn.execute(
                 "INSERT OR REPLACE INTO in_progress VALUES (?, ?, ?, ?)",
-                (submission_key, sha256, int(alone), _now()),
+                (storable_path(submission_key), sha256, int(alone), _now()),
             )
 
     def clear_in_progress(self, submission_key: str) -> None:
         with self.conn:
-            self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (submission_key,))
+            self.conn.execute(
+                "DELETE FROM in_progress WHERE submission = ?", (storable_path(submission_key),)
+            )
 
     def record(self, result: SubmissionResult) -> None:
         """Insert or replace one submission's grades, atomically (and end its "in progress")."""
@@ -160,17 +172,19 @@ class Gradebook:
                      sandbox = excluded.sandbox, notes = excluded.notes,
                      graded_at = excluded.graded_at, duration_s = excluded.duration_s""",
                 (
-                    sub.key, sub.student, sub.name, result.sha256, result.score,
-                    result.max_score, str(result.status), result.seed, result.sandbox,
-                    "\n".join(result.notes), result.graded_at, round(result.duration_s, 3),
+                    storable_path(sub.key), printable(sub.student), printable(sub.name),
+                    result.sha256, result.score, result.max_score, str(result.status),
+                    result.seed, result.sandbox, "\n".join(map(printable, result.notes)),
+                    result.graded_at, round(result.duration_s, 3),
                 ),
             )  # fmt: skip
-            self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (sub.key,))
+            key = storable_path(sub.key)
+            self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (key,))
             ids = [e.exercise_id for e in result.exercises]
             self.conn.execute(
                 f"DELETE FROM results WHERE submission = ? AND exercise NOT IN "
                 f"({', '.join('?' * len(ids))})",
-                (sub.key, *ids),
+                (key, *ids),
             )
             self.conn.executemany(
                 """INSERT INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -180,14 +194,14 @@ class Gradebook:
                      feedback = excluded.feedback, graded_at = excluded.graded_at""",
                 [
                     (
-                        sub.key,
-                        sub.student,
+                        key,
+                        printable(sub.student),
                         e.exercise_id,
-                        e.title,
+                        printable(e.title),
                         e.score,
                         e.max_score,
                         str(e.status),
-                        e.feedback,
+                        printable(e.feedback),
                         result.graded_at,
                     )  # fmt: skip
                     for e in result.exercises
@@ -235,7 +249,7 @@ class Gradebook:
                 best[(sub["student"], "")] = {
                     "student": sub["student"], "exercise": "", "title": "", "points": 0.0,
                     "max_points": 0.0, "status": sub["status"],
-                    "feedback": " ".join(sub["notes"].splitlines()), "notebook": sub["notebook"],
+                    "feedback": " ".join(sub["notes"].split("\n")), "notebook": sub["notebook"],
                     "graded_at": sub["graded_at"], "sandbox": sub["sandbox"],
                 }  # fmt: skip
         return sorted(best.values(), key=lambda r: (r["student"], _id_key(r["exercise"])))
@@ -250,14 +264,24 @@ class Gradebook:
             writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
         return len(rows)
 
-    def export_summary(self, path: str | Path, submissions: list[str] | None = None) -> int:
-        """One row per student: ``student,total,maximum,<one column per notebook>``."""
+    def export_summary(
+        self,
+        path: str | Path,
+        submissions: list[str] | None = None,
+        chapters: list[int] | None = None,
+    ) -> int:
+        """One row per student: ``student,total,maximum,<one column per notebook>``.
+
+        ``maximum`` is the same for everyone and comes from the course's exercise
+        definitions, never from what a notebook claims to answer: every exercise of the
+        assigned ``chapters`` — by default each chapter in which at least half of the
+        students have a result, so a ``# Exercise 8.3`` comment in one notebook cannot
+        add chapter 8 to everyone's maximum (it adds that student's points, if any).
+        """
         rows = self.best_rows(submissions)
         columns = _notebook_columns(rows)
-        maximum: dict[str, float] = {}
-        for row in rows:
-            if row["exercise"]:
-                maximum[row["exercise"]] = max(maximum.get(row["exercise"], 0.0), row["max_points"])
+        assigned = set(chapters) if chapters is not None else _assigned_chapters(rows)
+        maximum = _course_maximum(rows, assigned)
         table: dict[str, dict[str, float]] = defaultdict(
             lambda: dict.fromkeys(columns.values(), 0.0)
         )
@@ -272,7 +296,7 @@ class Gradebook:
             for student in sorted(table):
                 points = table[student]
                 writer.writerow(
-                    [csv_cell(student), _num(sum(points.values())), _num(sum(maximum.values())),
+                    [csv_cell(student), _num(sum(points.values())), _num(maximum),
                      *(_num(points[c]) for c in columns.values())]
                 )  # fmt: skip
         return len(table)
@@ -337,6 +361,35 @@ def course_notebook_names() -> dict[int, str]:
     return names
 
 
+def _assigned_chapters(rows: list[dict]) -> set[int]:
+    """Chapters in which at least half of the students have a result (any status)."""
+    students = {r["student"] for r in rows}
+    having: dict[int, set[str]] = defaultdict(set)
+    for row in rows:
+        if row["exercise"]:
+            having[_chapter(row["exercise"])].add(row["student"])
+    return {ch for ch, who in having.items() if 2 * len(who) >= len(students)}
+
+
+def _course_maximum(rows: list[dict], chapters: set[int]) -> float:
+    """The points of every exercise the course defines in ``chapters`` (the grader's
+    recorded maximum where it graded one, else the exercise's own cases)."""
+    import numpy as np
+
+    from . import registry
+
+    recorded: dict[str, float] = {}
+    for row in rows:
+        if row["exercise"]:
+            recorded[row["exercise"]] = max(recorded.get(row["exercise"], 0.0), row["max_points"])
+    total = {i: p for i, p in recorded.items() if _chapter(i) in chapters}
+    for exercise in registry.all_exercises():
+        if exercise.chapter in chapters and exercise.id not in total:
+            cases = exercise.cases(np.random.default_rng(0))
+            total[exercise.id] = float(sum(c.points for c in cases))
+    return sum(total.values())
+
+
 def _notebook_columns(rows: list[dict]) -> dict[int, str]:
     """Chapter -> column name: the course's exercise notebook for it, else ``chapter NN``."""
     course = course_notebook_names()
@@ -348,10 +401,13 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value):
-    """A CSV value a spreadsheet shows as text: one starting like a formula gets a ``'``."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
+    """A CSV value shown as text by a spreadsheet and by ``cat``: control characters
+    escaped (:func:`~autodiff_lab.grading.safetext.printable`: no ``\r`` or ESC can draw
+    a forged row), and one starting like a formula gets a ``'``."""
+    if not isinstance(value, str):
+        return value
+    value = printable(value)
+    return "'" + value if value.startswith(FORMULA_START) else value
 
 
 REPORT_NAME_CHARS = 64
@@ -372,9 +428,11 @@ def _id_key(exercise_id: str) -> tuple:
 
 
 def _md_text(text: str) -> str:
-    """Text shown as itself in Markdown: HTML escaped, Markdown's punctuation backslashed
-    (links, emphasis, pipes), ``:`` and ``.`` too, so no URL or ``www.`` becomes a link."""
-    text = html.escape(str(text), quote=False).replace("\n", " ")
+    """Text shown as itself in Markdown, on one line: control characters escaped (no
+    ``\r`` or line separator can end a table row or start a heading), HTML escaped,
+    Markdown's punctuation backslashed (links, emphasis, pipes, ``#``, backticks), ``:``
+    and ``.`` too, so no URL or ``www.`` becomes a link."""
+    text = html.escape(printable(text), quote=False)
     return re.sub(r"([\\`*_{}\[\]()#+!|~:.<>-])", r"\\\1", text)
 
 
@@ -398,13 +456,13 @@ def _markdown_report(student: str, subs: list[dict], results: dict[str, list[dic
             "",
         ]
         if sub["notes"]:
-            lines += [f"- {_md_cell(n)}" for n in sub["notes"].splitlines()] + [""]
+            lines += [f"- {_md_cell(n)}" for n in sub["notes"].split("\n")] + [""]
         rows = results.get(sub["submission"], [])
         if rows:
             lines += ["| Exercise | Points | Status | Feedback |", "|---|---|---|---|"]
             lines += [
                 f"| {r['exercise']} {_md_cell(r['title'])} | {r['points']:g} / {r['max_points']:g} "
-                f"| {r['status']} | {_md_cell(r['feedback'])} |"
+                f"| {r['status']} | {_md_cell(r['feedback'])} |"  # id and status: the grader's
                 for r in rows
             ]
             lines.append("")
@@ -412,7 +470,9 @@ def _markdown_report(student: str, subs: list[dict], results: dict[str, list[dic
 
 
 def _html_report(student: str, subs: list[dict], results: dict[str, list[dict]]) -> str:
-    esc = html.escape
+    def esc(text: object) -> str:
+        return html.escape(printable(text))
+
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>Feedback for {esc(student)}</title>",
@@ -428,7 +488,7 @@ def _html_report(student: str, subs: list[dict], results: dict[str, list[dict]])
         )
         if sub["notes"]:
             parts.append(
-                "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in sub["notes"].splitlines()) + "</ul>"
+                "<ul>" + "".join(f"<li>{esc(n)}</li>" for n in sub["notes"].split("\n")) + "</ul>"
             )
         rows = results.get(sub["submission"], [])
         if rows:

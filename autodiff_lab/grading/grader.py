@@ -23,27 +23,33 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import errno
 import hashlib
+import json
 import os
 import re
 import secrets
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import registry
-from .build import CHECK_CALL_RE, EXERCISE_COMMENT_RE, code_sources, read_notebook
+from . import notebook_facts, registry
 from .checking import case_seed
+from .gradebook import NOT_GRADED
+from .notebook_facts import MAX_CODE_BYTES, code_facts, code_sources
 from .plaindata import from_plain, to_plain
+from .safetext import one_line, printable, storable_path
 from .sandbox import NO_SANDBOX_NOTE, Sandbox, choose
 from .scoring import (
     CRASH,
@@ -60,16 +66,20 @@ from .scoring import (
 from .spec import Case, Exercise
 from .supervise import MAX_PROCESSES, WorkerRun, run_worker
 
-STUB_RE = re.compile(r"NotImplementedError\(\s*[\"']Exercise (\d+\.\d+):")
 CHAPTER_FILE_RE = re.compile(r"^(\d+)_")
-# Outside a sandbox the references can be read from disk: flag notebooks that mention them.
-INTERNALS_RE = re.compile(r"\.reference\b|grading\.exercises|grading\.registry|import registry")
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_NOTEBOOK_TIMEOUT = 600.0
 DEFAULT_MEMORY_MB = 2048.0
 OUTPUT_LIMIT_MB = 64.0
 MAX_COPIED_BYTES = 50 * 2**20  # a student's folder copied into the scratch folder, at most
-MAX_NOTEBOOK_BYTES = 16 * 2**20  # a larger notebook is not graded ("too large to grade")
+MAX_NOTEBOOK_BYTES = MAX_CODE_BYTES  # more code is not graded ("too large to grade")
+MAX_STORED_BYTES = 100 * 2**20  # a larger file (outputs included) is not even read
+READ_MEMORY_MB = 1024.0  # the child that reads a notebook (see read_facts)
+READ_SECONDS = 60.0
+MAX_FOLDER_DEPTH = 16  # folders searched below a folder given on the command line
+MAX_NOTE_CHARS = 400  # one note, at most
+INFRASTRUCTURE_ATTEMPTS = 3  # tries at starting a worker before "not graded" (see below)
+INFRASTRUCTURE_PAUSE = 1.0  # seconds before the second try (twice that before the third)
 MAX_NOTEBOOKS_PER_STUDENT = 20  # more are not graded (the first ones by name are)
 MAX_STUDENT_BYTES = 100 * 2**20  # staged for one student in all (notebooks + their files)
 MAX_NOTES = 20  # notes kept per notebook (the rest are counted)
@@ -89,12 +99,14 @@ class Submission:
     own_folder: bool = False  # the notebook sits in a folder of this student's alone
 
     def __post_init__(self) -> None:
-        self.name = self.name or self.path.name
+        # Names are shown and stored: control characters and undecodable bytes escaped.
+        self.name = printable(self.name or self.path.name)
+        self.student = printable(self.student)
 
     @property
     def key(self) -> str:
         """The gradebook's key: the absolute path (stays on the lecturer's machine)."""
-        return str(Path(os.path.abspath(self.path)))
+        return storable_path(os.path.abspath(self.path))
 
 
 @dataclass
@@ -102,9 +114,11 @@ class Staged:
     """A submission hashed and copied before the batch: ``folder`` holds the private copy."""
 
     submission: Submission
-    sha256: str
-    folder: Path | None
+    sha256: str  # or "unread:<size>:<mtime>" for a file refused before reading
+    folder: Path | None  # the files the worker gets (the student's own folder's)
     problem: str = ""  # why it cannot be graded (a symbolic link, unreadable…)
+    notebook: Path | None = None  # the private copy of the notebook file, as submitted
+    notes: list[str] = field(default_factory=list)  # e.g. a hard link to another submission
 
 
 @dataclass
@@ -150,35 +164,69 @@ def _now() -> str:
 # --- read: which notebooks, whose, copied before the batch -----------------------------
 
 
-def _notebooks_under(folder: Path) -> list[Path]:
-    """Every ``.ipynb`` below ``folder`` (symbolic links to folders are not followed)."""
-    found = []
-    for here, dirs, files in os.walk(folder, followlinks=False):
-        dirs[:] = sorted(d for d in dirs if d != ".ipynb_checkpoints")
-        for name in sorted(files):
-            if name.endswith(".ipynb") and ".new." not in name and ".backup-" not in name:
-                found.append(Path(here) / name)
+def _notebooks_under(folder: Path, warnings: list[str]) -> list[Path]:
+    """Every ``.ipynb`` below ``folder``, at most :data:`MAX_FOLDER_DEPTH` levels down.
+
+    Walked with a stack, not recursion (a tree 1 100 levels deep is just deep); links to
+    folders are not followed; a folder that cannot be listed, or lies deeper, is skipped
+    with a warning for the lecturer. Whatever is named ``*.ipynb`` is returned, regular
+    file or not: :func:`stage` refuses the others with a status.
+    """
+    found: list[Path] = []
+    stack = [(folder, 0)]
+    too_deep = 0
+    while stack:
+        here, depth = stack.pop()
+        try:
+            with os.scandir(here) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            warnings.append(f"could not list {here} ({exc.strerror}): not searched")
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name == ".ipynb_checkpoints":
+                    continue
+                if depth >= MAX_FOLDER_DEPTH:
+                    too_deep += 1
+                    continue
+                stack.append((Path(entry.path), depth + 1))
+            elif (
+                entry.name.endswith(".ipynb")
+                and ".new." not in entry.name
+                and ".backup-" not in entry.name
+            ):
+                found.append(Path(entry.path))
+    if too_deep:
+        warnings.append(
+            f"{too_deep} folders in {folder} lie more than {MAX_FOLDER_DEPTH} levels deep: "
+            "not searched"
+        )
     return sorted(found)
 
 
-def collect_submissions(paths: list[str | Path]) -> list[Submission]:
+def collect_submissions(
+    paths: list[str | Path], warnings: list[str] | None = None
+) -> list[Submission]:
     """Notebooks named on the command line, or found (recursively) in folders.
 
     Whose: in a folder given on the command line, ``<folder>/<student>/….ipynb`` belongs to
     ``<student>`` and ``<folder>/<name>.ipynb`` to ``<name>``; a file named directly belongs
     to its folder when it carries a course notebook name (``03_….ipynb``), else to its stem.
+    What could not be searched is added to ``warnings``.
     """
+    warnings = [] if warnings is None else warnings
     found: dict[str, Submission] = {}
     for raw in paths:
         path = Path(raw)
         if path.is_dir() and not path.is_symlink():
-            for nb in _notebooks_under(path):
+            for nb in _notebooks_under(path, warnings):
                 rel = nb.relative_to(path)
                 own = len(rel.parts) > 1
                 student = rel.parts[0] if own else nb.stem
                 sub = Submission(nb, student, rel.as_posix(), own_folder=own)
                 found.setdefault(sub.key, sub)
-        elif path.is_file() or path.is_symlink():
+        elif os.path.lexists(path) and not path.is_dir():
             parent = Path(os.path.abspath(path)).parent
             named_by_course = CHAPTER_FILE_RE.match(path.name)
             student = parent.name if named_by_course else path.stem
@@ -186,115 +234,214 @@ def collect_submissions(paths: list[str | Path]) -> list[Submission]:
             sub = Submission(path, student, name, own_folder=bool(named_by_course))
             found.setdefault(sub.key, sub)
         else:
-            raise FileNotFoundError(f"no such notebook or folder: {raw}")
+            raise FileNotFoundError(f"no such notebook or folder: {printable(raw)}")
     return list(found.values())
 
 
 def _copy_regular_files(source: Path, target: Path, budget: int) -> int:
-    """Copy the regular files directly in ``source`` (no links, no sub-folders)."""
+    """Copy the regular files directly in ``source`` (no links, no sub-folders, no pipes)."""
     for entry in sorted(source.iterdir()):
         info = os.lstat(entry)
         if stat.S_ISREG(info.st_mode) and info.st_size <= budget and not entry.suffix == ".ipynb":
-            shutil.copyfile(entry, target / entry.name, follow_symlinks=False)
-            budget -= info.st_size
+            budget -= _copy_file(entry, target / entry.name, info, budget)[1]
     return budget
 
 
-def stage(submissions: list[Submission], root: Path) -> list[Staged]:
-    """Hash and copy every submission into ``root`` (private) before any student code runs.
+def _copy_file(source: Path, target: Path, info: os.stat_result, limit: int) -> tuple[str, int]:
+    """Copy and hash a regular file without ever blocking or following a link; return
+    (sha256, bytes). Opened non-blocking and no-follow, then checked to be the very file
+    ``info`` describes (a swap between ``lstat`` and ``open`` is refused); at most
+    ``limit`` bytes are read (a file that grows past it is refused)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(source, flags)
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
+            info.st_dev,
+            info.st_ino,
+        ):
+            raise OSError(errno.ESTALE, "the file changed while it was being read")
+        digest, size = hashlib.sha256(), 0
+        with open(target, "wb") as out:
+            while chunk := os.read(fd, 2**20):
+                size += len(chunk)
+                if size > limit:
+                    raise OSError(errno.EFBIG, "the file grew while it was being read")
+                digest.update(chunk)
+                out.write(chunk)
+        return digest.hexdigest(), size
+    finally:
+        os.close(fd)
 
-    A notebook in a folder of the student's own brings that folder's other regular files
-    (data, helper modules) along; one in a shared folder comes alone. A symbolic link is
-    never followed: it may point at another student's work.
+
+def _unread_fingerprint(info: os.stat_result) -> str:
+    """What identifies a file that is refused unread: a changed file is tried again."""
+    return f"unread:{info.st_size}:{info.st_mtime_ns}"
+
+
+def _refusal(sub: Submission, info: os.stat_result, count: int, left: int) -> str:
+    """Why a notebook is not staged at all (decided from ``lstat``, before opening it)."""
+    if stat.S_ISLNK(info.st_mode):
+        return "the notebook is a symbolic link: not graded"
+    if not stat.S_ISREG(info.st_mode):
+        return "the notebook is not a regular file (a named pipe, device or socket): not graded"
+    if count > MAX_NOTEBOOKS_PER_STUDENT:
+        return (
+            f"not graded: more than {MAX_NOTEBOOKS_PER_STUDENT} notebooks from this "
+            "student (the first ones by name are graded)"
+        )
+    if info.st_size > MAX_STORED_BYTES:
+        return (
+            f"too large to grade ({info.st_size / 2**20:.1f} MB on disk; at most "
+            f"{_mb(MAX_STORED_BYTES)} with outputs, {_mb(MAX_NOTEBOOK_BYTES)} of code)"
+        )
+    if info.st_size > left:
+        return f"not graded: this student's files exceed {_mb(MAX_STUDENT_BYTES)} in all"
+    return ""
+
+
+def stage(submissions: list[Submission], root: Path) -> list[Staged]:
+    """Copy and hash every submission into ``root`` (private) before any student code runs.
+
+    Each notebook is looked at with ``lstat`` first and opened only when it is a regular
+    file of a size that can be graded (a named pipe is never opened, a 100 GB sparse file
+    never read); it is read once, streaming, into ``root/NNNNN.ipynb`` and hashed on the
+    way. A notebook in a folder of the student's own brings that folder's other regular
+    files (data, helper modules) along into ``root/NNNNN/``; one in a shared folder comes
+    alone. A symbolic link is never followed: it may point at another student's work; a
+    hard link to another submission in the batch is graded, with a note on both naming
+    the other (nothing tells which name is the author's). A failure staging one notebook
+    is that notebook's status, never the batch's.
     """
     staged = []
     count: dict[str, int] = {}
     budget: dict[str, int] = {}
+    inodes: dict[tuple[int, int], list[int]] = {}
     for k, sub in enumerate(submissions):
         count[sub.student] = count.get(sub.student, 0) + 1
         left = budget.setdefault(sub.student, MAX_STUDENT_BYTES)
-        if os.path.islink(sub.path):
-            staged.append(Staged(sub, "", None, "the notebook is a symbolic link: not graded"))
-            continue
         try:
-            size = os.lstat(sub.path).st_size
-            if count[sub.student] > MAX_NOTEBOOKS_PER_STUDENT:
-                problem = (
-                    f"not graded: more than {MAX_NOTEBOOKS_PER_STUDENT} notebooks from this "
-                    "student (the first ones by name are graded)"
-                )
-            elif size > MAX_NOTEBOOK_BYTES:
-                problem = (
-                    f"too large to grade ({size / 2**20:.1f} MB; at most {_mb(MAX_NOTEBOOK_BYTES)})"
-                )
-            elif size > left:
-                problem = f"not graded: this student's files exceed {_mb(MAX_STUDENT_BYTES)} in all"
-            else:
-                problem = ""
-            data = b"" if problem else Path(sub.path).read_bytes()
+            info = os.lstat(sub.path)
         except OSError as exc:
             staged.append(Staged(sub, "", None, f"the notebook cannot be read ({exc.strerror})"))
             continue
-        if problem:  # hashed as it streams by: a fixed file is graded on the next run
-            staged.append(Staged(sub, _sha256_of(Path(sub.path)), None, problem))
+        problem = _refusal(sub, info, count[sub.student], left)
+        if problem:  # a fixed file is graded on the next run: it changes the fingerprint
+            staged.append(Staged(sub, _unread_fingerprint(info), None, problem))
             continue
-        folder = root / f"{k:05d}"
-        folder.mkdir()
-        (folder / "notebook.ipynb").write_bytes(data)
-        left -= len(data)
-        if sub.own_folder:
-            cap = min(MAX_COPIED_BYTES - len(data), left)
-            left -= cap - _copy_regular_files(Path(sub.path).parent, folder, cap)
-            (folder / Path(sub.path).name).write_bytes(data)
+        folder, notebook = root / f"{k:05d}", root / f"{k:05d}.ipynb"
+        try:
+            sha256, size = _copy_file(sub.path, notebook, info, MAX_STORED_BYTES)
+            folder.mkdir()
+            left -= size
+            if sub.own_folder:
+                cap = min(MAX_COPIED_BYTES - size, left)
+                left -= cap - _copy_regular_files(Path(sub.path).parent, folder, cap)
+                if size <= cap:  # the notebook under its own name too, when it fits
+                    shutil.copyfile(notebook, folder / Path(sub.path).name)
+                    left -= size
+        except Exception as exc:  # OSError mostly; never the batch's failure
+            why = getattr(exc, "strerror", None) or type(exc).__name__
+            staged.append(
+                Staged(sub, _unread_fingerprint(info), None, f"the notebook cannot be read ({why})")
+            )
+            continue
         budget[sub.student] = left
-        staged.append(Staged(sub, hashlib.sha256(data).hexdigest(), folder))
+        staged.append(Staged(sub, sha256, folder, notebook=notebook))
+        inodes.setdefault((info.st_dev, info.st_ino), []).append(len(staged) - 1)
+    for same in inodes.values():
+        for i in same if len(same) > 1 else ():
+            others = ", ".join(staged[j].submission.name for j in same if j != i)
+            staged[i].notes.append(
+                f"this notebook is the same file as {others} (a hard link): the same work "
+                "is graded for each; check whose it is"
+            )
     return staged
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(2**20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _mb(n: int) -> str:
     return f"{n / 2**20:g} MB"
 
 
+# --- plan: what the notebook answers, its cases and their references ------------------
+
+
+def read_facts(notebook: Path) -> dict:
+    """:func:`~autodiff_lab.grading.notebook_facts.file_facts` of a staged notebook,
+    computed in a child process limited to :data:`READ_MEMORY_MB` and
+    :data:`READ_SECONDS` (CPU and wall clock): nothing a student wrote is parsed in the
+    grader's own process, so no file can make it slow, big, or hold the GIL."""
+    argv = [
+        sys.executable, "-I", "-S", notebook_facts.__file__, str(notebook),
+        str(MAX_NOTEBOOK_BYTES), str(READ_MEMORY_MB), str(READ_SECONDS),
+    ]  # fmt: skip
+    limits = f"{READ_MEMORY_MB:g} MB, {READ_SECONDS:g} s"
+    try:
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=READ_SECONDS + 5
+        )
+    except subprocess.TimeoutExpired:
+        return {"problem": f"could not read the notebook within the grader's limits ({limits})"}
+    if done.returncode != 0:
+        last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["killed"]
+        return {
+            "problem": f"could not read the notebook within the grader's limits ({limits}): "
+            + one_line(last[0], 120)
+        }
+    return json.loads(done.stdout)
+
+
 def answered_exercises(nb: dict, file_name: str) -> tuple[list[Exercise], list[str]]:
+    """:func:`exercises_from_facts` of a notebook read in this process (the course's own
+    notebooks and tests; a submission is read by :func:`read_facts`)."""
+    return exercises_from_facts(code_facts(code_sources(nb)), file_name)
+
+
+def exercises_from_facts(facts: dict, file_name: str) -> tuple[list[Exercise], list[str]]:
     """The exercises a notebook answers, and notes for the lecturer.
 
     Its chapter's (from ``NN_`` in the file name), every id it mentions in
     ``check("N.M", …)``, ``# Exercise N.M`` or a stub message, and every exercise whose
     answer it defines (``def dual_mul``): a renamed notebook with its checks deleted counts.
     """
-    ids: set[str] = set()
+    ids = set(facts["mentioned"])
     notes: list[str] = []
-    text = "\n".join(code_sources(nb))
-    for pattern in (CHECK_CALL_RE, EXERCISE_COMMENT_RE, STUB_RE):
-        ids.update(pattern.findall(text))
     known = {e.id: e for e in registry.all_exercises()}
     chapter = CHAPTER_FILE_RE.match(file_name)
     if chapter:
         ids.update(i for i, e in known.items() if e.chapter == int(chapter.group(1)))
-    defined = set(re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", text, re.M))
+    defined = set(facts["defined"])
     ids.update(i for i, e in known.items() if e.answer in defined)
-    for unknown in sorted(ids - set(known)):
-        notes.append(f"the notebook mentions exercise {unknown}, which does not exist")
-    if INTERNALS_RE.search(text):
+    unknown = sorted(ids - set(known), key=_id_key)
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" * (len(unknown) > 5))
+        which = "exercise" if len(unknown) == 1 else "exercises"
+        verb = "does" if len(unknown) == 1 else "do"
+        notes.append(f"the notebook mentions {which} {shown}, which {verb} not exist")
+    if facts["internals"]:
         notes.append("the notebook uses the grader's internals (registry or references): read it")
     chosen = sorted((known[i] for i in ids if i in known), key=lambda e: e.sort_key)
-    notes += library_calls(code_sources(nb), chosen)
+    notes += library_notes(facts, chosen)
+    if chosen and facts["not_analysed"]:
+        cells = ", ".join(str(n) for n, _ in facts["not_analysed"][:5])
+        size = sum(b for _, b in facts["not_analysed"]) / 2**10
+        notes.append(
+            f"code cells {cells} ({size:.0f} KB) are too large to be searched for library "
+            "calls: read them"
+        )
     return chosen, notes
 
 
-#: Automatic-differentiation packages other than this course's, noted when an answer uses them.
-OTHER_AUTODIFF = ("torch", "jax", "tensorflow", "autograd", "micrograd")
+def _id_key(exercise_id: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else 0 for p in exercise_id.split("."))
 
 
 def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
+    """:func:`library_notes` of code read in this process."""
+    return library_notes(code_facts(cells), exercises)
+
+
+def library_notes(facts: dict, exercises: list[Exercise]) -> list[str]:
     """Notes for answers whose body calls a FUNCTION of the course library (``autodiff_lab``).
 
     Decision (README, "Exercises and grades"): calling the library's own function
@@ -303,72 +450,40 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
     was called, for the lecturer to judge. Classes (``Tensor``, ``Value``) are not noted.
     An answer whose body uses another automatic-differentiation library (PyTorch, JAX,
     TensorFlow, autograd, micrograd: ``torch.tile(...).backward()`` for 4.1) is noted the
-    same way.
+    same way. Names are followed through aliases (``import … as j``, ``F =
+    autodiff_lab.functional``, ``j = jacfwd``: the note gives the function's real name)
+    and into the notebook's own functions the answer calls.
     """
-    import ast
-    import importlib
     import inspect
 
-    def resolve(module: str, name: str | None = None) -> Any:
-        try:
-            found: Any = importlib.import_module(module)
-            return getattr(found, name) if name else found
-        except Exception:
-            return None
-
-    imported: dict[str, Any] = {}
-    foreign: set[str] = set()  # local names bound to another autodiff library
-    functions: dict[str, ast.AST] = {}
-    for source in cells:
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    module = node.module if isinstance(node, ast.ImportFrom) else alias.name
-                    if (module or "").split(".")[0] in OTHER_AUTODIFF:
-                        foreign.add(alias.asname or alias.name.split(".")[0])
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autodiff_lab"):
-                for alias in node.names:
-                    obj = resolve(f"{node.module}.{alias.name}") or resolve(
-                        node.module or "", alias.name
-                    )
-                    imported[alias.asname or alias.name] = obj
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.startswith("autodiff_lab"):
-                        local = alias.asname or alias.name.split(".")[0]
-                        imported[local] = resolve(alias.name if alias.asname else local)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                functions[node.name] = node
+    resolve = _chain_resolver(facts)
+    functions = facts["functions"]
     notes = []
     for exercise in exercises:
-        body = functions.get(exercise.answer)
-        if body is None:
+        if exercise.answer not in functions:
             continue
-        used, others = set(), set()
-        for node in ast.walk(body):
-            chain: list[str] = []
-            while isinstance(node, ast.Attribute):
-                chain.insert(0, node.attr)
-                node = node.value
-            if isinstance(node, ast.Name) and node.id in foreign:
-                others.add(".".join([node.id, *chain]))
-            if not isinstance(node, ast.Name) or node.id not in imported:
+        bodies, todo = set(), [exercise.answer]
+        while todo:  # the answer and every notebook function it refers to, once each
+            name = todo.pop()
+            if name in bodies or name not in functions:
                 continue
-            obj, path = imported[node.id], [node.id]
-            for attr in chain:
-                if inspect.isfunction(obj) or obj is None:
-                    break
-                obj, path = getattr(obj, attr, None), [*path, attr]
-            if inspect.isfunction(obj) and not obj.__module__.startswith("autodiff_lab.grading"):
-                used.add(".".join(path))
+            bodies.add(name)
+            todo += functions[name]["names"]
+        used, others = set(), set()
+        for chain in (c for name in sorted(bodies) for c in functions[name]["chains"]):
+            obj, path, foreign = resolve(chain)
+            if foreign:
+                others.add(".".join(chain))
+            elif inspect.isfunction(obj) and not obj.__module__.startswith("autodiff_lab.grading"):
+                label = ".".join(path)
+                if path[-1] != obj.__name__:
+                    label += f" ({obj.__module__}.{obj.__qualname__})"
+                used.add(label)
         if used:
             notes.append(
                 f"exercise {exercise.id}: `{exercise.answer}` calls the library's own "
-                f"{', '.join(sorted(used))} (allowed; check that it does what the exercise asked)"
+                f"{', '.join(sorted(used)[:8])} (allowed; check that it does what the "
+                "exercise asked)"
             )
         if others:
             notes.append(
@@ -377,6 +492,46 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
                 "exercise asked)"
             )
     return notes
+
+
+def _chain_resolver(facts: dict) -> Callable[[list[str]], tuple[Any, list[str], bool]]:
+    """``resolve(["F", "jacfwd"])`` -> (the course library's object or None, the part of the
+    chain that named it, whether the chain starts at another autodiff library)."""
+    import importlib
+
+    def load(module: str, name: str | None) -> Any:
+        if module != "autodiff_lab" and not module.startswith("autodiff_lab."):
+            return None
+        for attempt in ((f"{module}.{name}", None), (module, name)) if name else ((module, None),):
+            try:
+                found: Any = importlib.import_module(attempt[0])
+                return getattr(found, attempt[1]) if attempt[1] else found
+            except Exception:
+                continue
+        return None
+
+    def base(name: str, depth: int) -> tuple[Any, bool]:
+        if name in facts["foreign"]:
+            return None, True
+        if name in facts["imports"]:
+            return load(*facts["imports"][name]), False
+        if name in facts["aliases"] and depth < 8:  # a = b; b = a ends here
+            obj, _, foreign = walk(facts["aliases"][name], depth + 1)
+            return obj, foreign
+        return None, False
+
+    def walk(chain: list[str], depth: int = 0) -> tuple[Any, list[str], bool]:
+        obj, foreign = base(chain[0], depth)
+        path = chain[:1]
+        for attr in chain[1:]:
+            if obj is None or inspect.isfunction(obj):
+                break
+            obj, path = getattr(obj, attr, None), [*path, attr]
+        return obj, path, foreign
+
+    import inspect
+
+    return walk
 
 
 def exercises_in(nb: dict, path: Path) -> tuple[list[Exercise], list[str]]:
@@ -422,17 +577,15 @@ def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
     sub = staged.submission
 
     def without(status: Status, note: str) -> SubmissionResult:
-        return SubmissionResult(sub, [], staged.sha256, seed, _now(), 0.0, [note], str(status))
+        notes = capped_notes([*staged.notes, note])
+        return SubmissionResult(sub, [], staged.sha256, seed, _now(), 0.0, notes, str(status))
 
-    if staged.folder is None:
+    if staged.notebook is None:
         return without(Status.UNREADABLE, staged.problem)
-    try:
-        nb = read_notebook(staged.folder / "notebook.ipynb")
-        exercises, notes = answered_exercises(nb, Path(sub.path).name)
-        cells = code_sources(nb)
-    except Exception:  # not JSON, nbformat 3, nested 100 000 deep…: unreadable, never a crash
-        why = _why_unreadable(staged.folder / "notebook.ipynb")
-        return without(Status.UNREADABLE, f"could not read the notebook: {why}")
+    facts = read_facts(staged.notebook)
+    if "problem" in facts:
+        return without(Status.UNREADABLE, facts["problem"])
+    exercises, notes = exercises_from_facts(facts, Path(sub.path).name)
     if not exercises:
         return without(Status.NO_EXERCISES, "no exercises found in this notebook")
     cases, expected = {}, {}
@@ -441,30 +594,19 @@ def plan_submission(staged: Staged, seed: int) -> Plan | SubmissionResult:
         expected[exercise.id] = [
             exercise.reference(copy.deepcopy(c.inputs)) for c in cases[exercise.id]
         ]
-    return Plan(cells, exercises, cases, expected, notes)
+    return Plan(facts["cells"], exercises, cases, expected, [*staged.notes, *notes])
 
 
-def _why_unreadable(path: Path) -> str:
-    """One line a student understands: what is wrong with the file."""
-    import json
-
-    try:
-        nb = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        return "it is not text (UTF-8)"
-    except json.JSONDecodeError as exc:
-        return f"it is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-    except RecursionError:
-        return "it is nested too deeply to be a notebook"
-    except Exception as exc:
-        return f"it cannot be read ({type(exc).__name__})"
-    version = nb.get("nbformat") if isinstance(nb, dict) else None
-    if version != 4:
-        return (
-            f"it is a version {version} notebook; only version 4 can be graded "
-            "(open it in Jupyter and save it again)"
-        )
-    return "it has a malformed cell"
+def capped_notes(notes: list[str], dropped: int = 0) -> list[str]:
+    """Notes as a report may show them: each one line of at most :data:`MAX_NOTE_CHARS`
+    (control characters escaped: a note cannot forge another), :data:`MAX_NOTES` at most,
+    then how many more there were."""
+    lines = [one_line(n, MAX_NOTE_CHARS) for n in notes]
+    dropped += max(0, len(lines) - MAX_NOTES)
+    lines = lines[:MAX_NOTES]
+    if dropped:
+        lines.append(f"... and {dropped} more notes like these (not shown)")
+    return lines
 
 
 # --- run isolated -------------------------------------------------------------------------
@@ -544,8 +686,6 @@ def run_isolated(
     attempt = 0
     while remaining:
         attempt += 1
-        scratch = scratch_source.parent / f"{scratch_source.name}-run{attempt}"
-        shutil.copytree(scratch_source, scratch, symlinks=True)
         by_id = {e.id: e for e in plan.exercises}
         request = {
             "cells": plan.cells,
@@ -563,12 +703,9 @@ def run_isolated(
             "memory_mb": settings.memory_mb,
             "output_mb": OUTPUT_LIMIT_MB,
         }
-        run = run_worker(
-            request, sandbox=settings.sandbox, scratch=scratch, keep=keep, hide=hide,
-            timeout=timeout, deadline=deadline, stop=stop, python=settings.python,
-            max_processes=settings.max_processes, memory_mb=settings.memory_mb,
-        )  # fmt: skip
-        shutil.rmtree(scratch, ignore_errors=True)
+        run = _run_worker_retrying(
+            request, scratch_source, f"run{attempt}", settings, keep, hide, deadline, stop
+        )
         done = _absorb(run.events, plan, progress, timeout)
         remaining = [i for i in remaining if i not in done]
         if run.finished or not remaining:
@@ -578,6 +715,47 @@ def run_isolated(
         if not _after_a_stopped_run(run, plan, progress, remaining, settings):
             break
     return progress
+
+
+class InfrastructureFailure(RuntimeError):
+    """The grader could not run a worker for a notebook: no student code ran, so it is
+    not the student's result (see :func:`_run_worker_retrying`)."""
+
+
+def _run_worker_retrying(
+    request: dict,
+    scratch_source: Path,
+    label: str,
+    settings: Settings,
+    keep: list[Path],
+    hide: list[Path],
+    deadline: float,
+    stop: threading.Event | None,
+) -> WorkerRun:
+    """One worker run in a fresh scratch copy; a run the grader's infrastructure failed
+    (``WorkerRun.infrastructure_failure``: the worker could not start, or died before
+    running anything of the notebook — a machine out of tasks) is tried again, at most
+    :data:`INFRASTRUCTURE_ATTEMPTS` times in all, then :class:`InfrastructureFailure`."""
+    failure = ""
+    for attempt in range(INFRASTRUCTURE_ATTEMPTS):
+        if attempt:  # give a loaded machine a moment
+            if stop is not None and stop.wait(INFRASTRUCTURE_PAUSE * attempt):
+                break
+        scratch = scratch_source.parent / f"{scratch_source.name}-{label}-{attempt}"
+        shutil.copytree(scratch_source, scratch, symlinks=True)
+        try:
+            run = run_worker(
+                request, sandbox=settings.sandbox, scratch=scratch, keep=keep, hide=hide,
+                timeout=settings.timeout, deadline=deadline, stop=stop,
+                python=settings.python, max_processes=settings.max_processes,
+                memory_mb=settings.memory_mb,
+            )  # fmt: skip
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        failure = getattr(run, "infrastructure_failure", None) or ""
+        if not failure or run.stopped_for == "stopped":
+            return run
+    raise InfrastructureFailure(failure or "grading was stopped")
 
 
 def _after_a_stopped_run(
@@ -757,11 +935,19 @@ def grade_staged(
         _paths_workers_must_not_see(settings, [staged.submission]),
     )
     assert staged.folder is not None  # plan_submission returned a result for unreadable ones
-    progress = run_isolated(plan, staged.folder, settings, keep, hide, stop)
+    try:
+        progress = run_isolated(plan, staged.folder, settings, keep, hide, stop)
+    except InfrastructureFailure as exc:
+        note = (
+            f"not graded: {exc} — the grader's failure, not this notebook's; "
+            "the next run grades it (nothing of it is recorded as a result)"
+        )
+        return SubmissionResult(
+            staged.submission, [], staged.sha256, seed, _now(), time.monotonic() - started,
+            capped_notes([*plan.notes, note]), NOT_GRADED, sandbox=settings.sandbox.kind,
+        )  # fmt: skip
     results = judge(plan, progress, settings.timeout)
-    notes = plan.notes + progress.notes
-    if progress.dropped_notes:
-        notes.append(f"... and {progress.dropped_notes} more notes like these (not shown)")
+    notes = capped_notes([*plan.notes, *progress.notes], progress.dropped_notes)
     if not settings.sandbox.isolated:
         notes.append(NO_SANDBOX_NOTE)
     return SubmissionResult(
@@ -795,6 +981,8 @@ class BatchSummary:
     seed: int = 0
     interrupted: bool = False
     crashed_before: list[Submission] = field(default_factory=list)
+    not_graded: list[Submission] = field(default_factory=list)  # the grader's failure
+    warnings: list[str] = field(default_factory=list)
 
 
 def grade_batch(
@@ -844,9 +1032,10 @@ def grade_batch(
                 summary.skipped.append(st.submission)
             elif not regrade and left_running.get(key, (None, 0))[0] == st.sha256:
                 if left_running[key][1]:  # it ran alone when the grader died: it is to blame
-                    result = _grader_died_on(st, seed, settings)
-                    gradebook.record(result)
-                    summary.crashed_before.append(st.submission)
+                    if _record(
+                        gradebook, summary, st, partial(_grader_died_on, st, seed, settings)
+                    ):
+                        summary.crashed_before.append(st.submission)
                 else:
                     first.append(st)
             else:
@@ -876,8 +1065,7 @@ def grade_batch(
                         try:
                             result = future.result()
                         except Exception as exc:  # a grader bug or a broken exercise: report
-                            gradebook.clear_in_progress(st.submission.key)
-                            summary.errors.append((st.submission, f"{type(exc).__name__}: {exc}"))
+                            _grader_error(gradebook, summary, st, exc)
                             bar.update(1)
                             continue
                         if ran_with > 1 and _timed_out(result) and phase < 2:
@@ -886,8 +1074,12 @@ def grade_batch(
                         if phase == 2:
                             result.notes.append(RERUN_ALONE_NOTE)
                         bar.update(1)
-                        gradebook.record(result)
-                        summary.graded.append(result)
+                        if not _record(gradebook, summary, st, result):
+                            continue
+                        if str(result.status) == NOT_GRADED:
+                            summary.not_graded.append(result.submission)
+                        else:
+                            summary.graded.append(result)
                         if on_graded is not None:
                             on_graded(result)
         except KeyboardInterrupt:
@@ -909,6 +1101,31 @@ def grade_batch(
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return summary
+
+
+def _record(
+    gradebook,
+    summary: BatchSummary,
+    st: Staged,
+    result: SubmissionResult | Callable[[], SubmissionResult],
+) -> bool:
+    """Record one submission's result (made here when given how to make it); a failure
+    doing so is that submission's grader error (listed, never recorded, so the next run
+    grades it), not the batch's."""
+    try:
+        gradebook.record(result() if callable(result) else result)
+        return True
+    except Exception as exc:
+        _grader_error(gradebook, summary, st, exc)
+        return False
+
+
+def _grader_error(gradebook, summary: BatchSummary, st: Staged, exc: Exception) -> None:
+    summary.errors.append((st.submission, one_line(f"{type(exc).__name__}: {exc}", 300)))
+    try:
+        gradebook.clear_in_progress(st.submission.key)
+    except Exception:  # the gradebook itself failing: the error above says enough
+        pass
 
 
 RERUN_ALONE_NOTE = (
