@@ -159,8 +159,13 @@ def test_ch00_autodiff_follows_a_while_loop_a_formula_cannot():
 def test_ch00_no_overclaims_remain():
     """Issue 25: the sentences that overclaimed exactness, cost and the tests' tolerance."""
     text = _markdown(CH00)
-    for wrong in ("exact to machine precision", "ten to fifty", "as the plot predicts",
-                  "200,000-node", "swell is also a"):
+    for wrong in (
+        "exact to machine precision",
+        "ten to fifty",
+        "as the plot predicts",
+        "200,000-node",
+        "swell is also a",
+    ):
         assert wrong not in text, wrong
     assert "no truncation error" in text
 
@@ -260,3 +265,57 @@ def test_ch00_stored_cost_figures_match_the_text():
     low, high = (int(v) for v in re.search(r"plain floats: (\d+) to (\d+) times", printed).groups())
     assert abs(low - min(plain)) <= 1 and abs(high - max(plain)) <= 1
     assert "about an order of magnitude" in _markdown(CH00)
+
+
+# --- issue 25: the chain of Jacobians, the cheap-gradient principle, JAX's transpose rules ----
+
+
+def test_ch01_jvp_multiplies_the_chain_of_jacobians_from_the_right():
+    printed = _printed(_cell_after_heading(CH01, "### A chain of Jacobians, multiplied from"))
+    W = np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 3.0]])
+    p, d = np.array([0.3, -0.2, 0.5]), np.array([1.0, -2.0, 0.5])
+    expected = np.cos(W @ p) * (W @ d)  # diag(cos Wp) W d, closed form
+    jvp_line = next(s for s in printed.splitlines() if s.startswith("jvp:"))
+    assert _floats(jvp_line) == pytest.approx(expected, rel=1e-9)  # printed to 10 digits
+    assert "the same numbers: True" in printed
+
+
+def test_ch02_forward_is_right_to_left_reverse_left_to_right():
+    printed = _printed(_cell_after_heading(CH02, "## The chain of Jacobians", skip=1))
+    assert "jvp equals J3 (J2 (J1 v)), right to left: True" in printed
+    assert "vjp equals ((1 J3) J2) J1, left to right: True" in printed
+    right_to_left = 50 * 50 * 100 + 1 * 50 * 100  # J2 J1, then J3 (J2 J1)
+    left_to_right = 1 * 50 * 50 + 1 * 50 * 100  # J3 J2, then (J3 J2) J1
+    assert f"right to left {right_to_left:,} multiply-adds, left to right {left_to_right:,}" in (
+        printed
+    )
+    assert "$50\\cdot50\\cdot100$ multiply-adds" in _markdown(CH02)
+
+
+def test_ch02_cheap_gradient_principle_counted_in_operations():
+    printed = _printed(_cell_after_heading(CH02, "### The cheap-gradient principle"))
+    rows = re.findall(
+        r"n = +(\d+): f +(\d+) ops +f \+ gradient \(reverse\) +(\d+) = ([\d.]+) x f +"
+        r"gradient by n jvp passes +([\d,]+) = +([\d.]+) x f",
+        printed,
+    )
+    assert [int(r[0]) for r in rows] == [4, 16, 64, 256]
+    forward_ratio = {}
+    for n, f_ops, both, ratio, fwd, fwd_ratio in rows:
+        n, f_ops, both, fwd = int(n), int(f_ops), int(both), int(fwd.replace(",", ""))
+        assert f_ops == 3 * (n - 1)  # tanh, * and + per link, counted by hand
+        assert both / f_ops == pytest.approx(float(ratio), abs=0.005)
+        assert float(ratio) == pytest.approx(3.33, abs=0.005)  # the text's constant
+        assert both < 5 * f_ops  # a small constant, whatever n
+        assert fwd % n == 0  # n passes of equal length
+        forward_ratio[n] = fwd / f_ops
+        assert forward_ratio[n] == pytest.approx(float(fwd_ratio), abs=0.05)
+    assert forward_ratio[256] / forward_ratio[4] > 0.8 * 256 / 4  # grows like n
+    assert "3.33 times that at every $n$" in _markdown(CH02)
+
+
+def test_ch02_jax_linear_primitives_need_transpose_rules():
+    text = _markdown(CH02)
+    assert "its primitives need only jvp rules" not in text
+    assert "each need a *transpose* rule" in text and "`transpose_rules`" in text
+    assert "transpos" in _markdown(NOTEBOOKS / "08_transformations.ipynb")
