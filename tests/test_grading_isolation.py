@@ -76,12 +76,29 @@ reserved = mmap.mmap(-1, 8 * 2**30, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS 
 """
 
 
+MAP_4_GIB_OF_FILES = """
+import ctypes, glob, mmap, os, numpy
+libraries = glob.glob(os.path.join(os.path.dirname(numpy.__file__), "**", "*.so*"),
+                      recursive=True) + glob.glob(numpy.__file__ + "/../../numpy.libs/*")
+largest = max(libraries, key=os.path.getsize)  # OpenBLAS: tens of MB
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                      ctypes.c_int, ctypes.c_long]
+with open(largest, "rb") as f:  # read-only file mappings, as libraries are mapped
+    size = os.fstat(f.fileno()).st_size
+    for _ in range(4 * 2**30 // size + 1):
+        at = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_PRIVATE, f.fileno(), 0)
+        assert at not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+"""
+
+
 def test_eight_gib_of_reserved_address_space_grades_normally(tmp_path):
     """As the CUDA build of PyTorch maps its libraries: far more address space than memory."""
-    run = run_cells(tmp_path, [RESERVE_8_GIB, "import numpy as np\nx = np.ones(10**7)"],
-                    memory_mb=512)  # fmt: skip
+    cells = [RESERVE_8_GIB, MAP_4_GIB_OF_FILES, "import numpy as np\nx = np.ones(10**7)"]
+    run = run_cells(tmp_path, cells, memory_mb=512)
     assert run.finished and run.stopped_for is None, run
-    assert cell_errors(run) == {0: None, 1: None}
+    assert cell_errors(run) == {0: None, 1: None, 2: None}
     assert run.infrastructure_failure is None
 
 
@@ -125,6 +142,12 @@ def test_memory_held_in_shared_memory_files_is_stopped(tmp_path, bomb):
     assert run.phase == ("cell", 1)
     assert elapsed < 15  # not the cell's 30 s
     assert run.infrastructure_failure is None  # the student's own doing: recorded
+
+
+def test_memfd_files_count_without_the_sandbox_too(tmp_path):
+    run = run_cells(tmp_path, ["x = 1", MEMFD_BOMB], memory_mb=300,
+                    sandbox=Sandbox("none", reason="test"))  # fmt: skip
+    assert run.stopped_for == "memory" and run.phase == ("cell", 1), run
 
 
 def test_the_sandboxs_own_root_and_dev_are_read_only(tmp_path):

@@ -14,7 +14,9 @@ measure, summed over every process of one worker:
              + files in the sandbox's RAM folders        (/tmp and /dev/shm: used blocks,
                                                          whether open, mapped or neither)
              + memfd files its processes hold open       (each file once, by inode: memory
-                                                         no process maps shows in no PSS)
+                                                         no process maps shows in no PSS;
+                                                         without the sandbox, files of the
+                                                         machine's /dev/shm held open too)
 
   A shared-memory file that is both held open (or kept in a RAM folder) and mapped counts
   twice: the limit errs against the hoarder, and an honest notebook rarely maps one.
@@ -52,7 +54,7 @@ class Usage:
     memory: int = 0
     resident: int = 0  # PSS summed over its processes
     ram_folders: int = 0  # used blocks of the sandbox's /tmp and /dev/shm
-    memfd: int = 0  # memfd files held open (distinct inodes)
+    memfd: int = 0  # memfd (and, unsandboxed, /dev/shm) files held open (distinct inodes)
 
 
 def processes_with_token(token: str, env_name: str) -> list[int]:
@@ -123,8 +125,9 @@ def _pss(proc: str) -> int:
         return 0
 
 
-def _memfd_files(proc: str, seen: dict[tuple[int, int], int]) -> None:
-    """Add the memfd files ``proc`` holds open to ``seen`` ((device, inode) -> bytes)."""
+def _shared_files(proc: str, seen: dict[tuple[int, int], int], prefixes: tuple[str, ...]) -> None:
+    """Add the shared-memory files ``proc`` holds open (named by one of ``prefixes``) to
+    ``seen`` ((device, inode) -> bytes)."""
     fd_dir = f"{proc}/fd"
     try:
         names = os.listdir(fd_dir)
@@ -132,7 +135,7 @@ def _memfd_files(proc: str, seen: dict[tuple[int, int], int]) -> None:
         return
     for name in names:
         try:
-            if not os.readlink(f"{fd_dir}/{name}").startswith("/memfd:"):
+            if not os.readlink(f"{fd_dir}/{name}").startswith(prefixes):
                 continue
             info = os.stat(f"{fd_dir}/{name}")
         except OSError:
@@ -195,8 +198,10 @@ class ProcessWatch:
         tasks = sum(_threads(f"{folder}/status") for folder in folders)
         resident = sum(_pss(folder) for folder in folders)
         memfd: dict[tuple[int, int], int] = {}
+        # The sandbox's /dev/shm is measured whole below; the machine's, file by file.
+        prefixes = ("/memfd:",) if self.sandboxed else ("/memfd:", "/dev/shm/")
         for folder in folders:
-            _memfd_files(folder, memfd)
+            _shared_files(folder, memfd, prefixes)
         ram = 0
         if self.sandboxed and self.anchor:
             ram = sum(_used_bytes(f"/proc/{self.anchor}/root{f}") for f in RAM_FOLDERS)
