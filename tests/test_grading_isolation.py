@@ -346,3 +346,27 @@ def test_the_workers_output_reaches_no_terminal_raw(tmp_path, capfd):
     assert "\\x1b[2J" in run.output_tail and "FAKE GRADER LINE" in run.output_tail
     out, err = capfd.readouterr()
     assert "\x1b" not in out + err
+
+
+SYSV_HOARD = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+IPC_PRIVATE, IPC_CREAT = 0, 0o1000
+refused = []
+for name, args in [("shmget", (IPC_PRIVATE, 2**30, IPC_CREAT | 0o600)),
+                   ("semget", (IPC_PRIVATE, 8, IPC_CREAT | 0o600)),
+                   ("msgget", (IPC_PRIVATE, IPC_CREAT | 0o600))]:
+    if getattr(libc, name)(*args) == -1 and ctypes.get_errno() == 1:  # EPERM
+        refused.append(name)
+assert refused == ["shmget", "semget", "msgget"], refused
+"""
+
+
+def test_system_v_ipc_objects_are_refused_in_the_sandbox(tmp_path):
+    """A System V segment no process has attached holds memory no process's PSS shows."""
+    from autodiff_lab.grading.sandbox import seccomp_program
+
+    if seccomp_program() is None:
+        pytest.skip("no seccomp filter for this machine's architecture")
+    run = run_cells(tmp_path, [SYSV_HOARD, "import numpy as np\nx = np.ones(10)"])
+    assert cell_errors(run) == {0: None, 1: None}, run

@@ -20,6 +20,8 @@ measure, summed over every process of one worker:
 
   A shared-memory file that is both held open (or kept in a RAM folder) and mapped counts
   twice: the limit errs against the hoarder, and an honest notebook rarely maps one.
+  System V IPC objects, which no process holds, are refused in the sandbox instead
+  (:func:`~autodiff_lab.grading.sandbox.seccomp_program`); without it they are not seen.
 
 Which processes belong to a worker: in the sandbox, every process of its PID namespace,
 listed through the namespace's own ``/proc`` (``/proc/<its first process>/root/proc``: no

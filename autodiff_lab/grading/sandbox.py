@@ -16,7 +16,9 @@ bubblewrap``) every worker runs with:
 - a ``/tmp`` and a ``/dev/shm`` of its own, RAM tmpfs of :data:`SANDBOX_TMP_MB` MB each
   where bubblewrap has ``--size`` (0.7+), whose use counts as the worker's memory; the
   sandbox's ``/`` and ``/dev`` (RAM folders bubblewrap makes) are read-only;
-- its own scratch copy of its submission, writable, at :data:`SCRATCH_IN_SANDBOX`.
+- its own scratch copy of its submission, writable, at :data:`SCRATCH_IN_SANDBOX`;
+- no System V IPC objects (a seccomp filter, :func:`seccomp_program`, where the machine
+  is x86_64 or aarch64): memory they hold belongs to no process.
 
 The worker's uid is mapped to the grader's: a grader running as root leaves the root-owned
 files of the allowlist readable, hence :data:`MASKED`. Processes and memory of all the
@@ -78,21 +80,62 @@ class Sandbox:
         return f"WARNING: grading without a sandbox ({self.reason}); see the README"
 
     def command(
-        self, argv: list[str], *, scratch: Path, keep: list[Path], hide: list[Path]
+        self,
+        argv: list[str],
+        *,
+        scratch: Path,
+        keep: list[Path],
+        hide: list[Path],
+        seccomp_fd: int | None = None,
     ) -> tuple[list[str], Path]:
         """The command that runs ``argv`` isolated, and the working folder it runs in.
 
         ``keep``: files or folders the worker needs that may lie inside a hidden folder
-        (bound back read-only). ``hide``: folders it must not see.
+        (bound back read-only). ``hide``: folders it must not see. ``seccomp_fd``: an
+        inherited descriptor holding :func:`seccomp_program`.
         """
         if not self.isolated or self.executable is None:
             return argv, scratch
         size = int(self.tmp_mb * 2**20) if _supports_size(self.executable) else None
         options = _bwrap_arguments(scratch, keep, [*hide, *self.hide], size)
-        return [self.executable, *options] + [
-            "--",
-            *argv,
-        ], Path(SCRATCH_IN_SANDBOX)
+        if seccomp_fd is not None:
+            options += ["--seccomp", str(seccomp_fd)]
+        return [self.executable, *options, "--", *argv], Path(SCRATCH_IN_SANDBOX)
+
+
+# System V IPC objects (shared memory, message queues, semaphores) live in the sandbox's
+# IPC namespace, held by no process: memory the grader's watch cannot see. Honest code
+# uses none (multiprocessing's are POSIX, files in /dev/shm), so the sandbox refuses them.
+_SYSV_GET = {  # audit architecture -> (shmget, semget, msgget) system call numbers
+    "x86_64": (0xC000003E, (29, 64, 68)),
+    "aarch64": (0xC00000B7, (194, 190, 186)),
+}
+
+
+def seccomp_program(machine: str | None = None) -> bytes | None:
+    """A classic-BPF seccomp filter (as bubblewrap's ``--seccomp`` reads it) failing
+    ``shmget``, ``semget`` and ``msgget`` with EPERM, and every system call of another
+    ABI (32-bit, x32) with EPERM; None on a machine it does not know."""
+    import struct
+
+    known = _SYSV_GET.get(machine or os.uname().machine)
+    if known is None:
+        return None
+    arch, calls = known
+    load, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06  # BPF_LD|W|ABS, JMP|JEQ|K, JMP|JSET|K, RET
+    allow, refuse = 0x7FFF0000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO|EPERM
+    n = len(calls)
+    program = [
+        (load, 0, 0, 4),  # the architecture
+        (jeq, 1, 0, arch),
+        (ret, 0, 0, refuse),  # another ABI
+        (load, 0, 0, 0),  # the system call number
+        (jset, n + 1, 0, 0x40000000),  # x32 on x86_64: refused
+        *[(jeq, n - k, 0, nr) for k, nr in enumerate(calls)],
+        (ret, 0, 0, allow),
+        (ret, 0, 0, refuse),
+    ]
+    return b"".join(struct.pack("=HBBI", *op) for op in program)
 
 
 def _within(path: Path, folder: Path) -> bool:

@@ -46,7 +46,7 @@ from .accounting import (
     ProcessWatch,
     processes_with_token,
 )
-from .sandbox import Sandbox
+from .sandbox import Sandbox, seccomp_program
 
 TOKEN_ENV = "AUTODIFF_LAB_GRADING_TOKEN"
 STARTUP_TIMEOUT = 60.0  # importing numpy + IPython on a busy machine; not the student's time
@@ -390,20 +390,24 @@ def run_worker(
     reader = EventReader(events_fd, len(request.get("cells", [])), cases)
     token = secrets.token_hex(16)
     argv = [python, "-P", "-s", "-m", WORKER_MODULE, str(request_fd), str(events_fd)]
-    argv, cwd = sandbox.command(argv, scratch=scratch, keep=keep, hide=hide)
+    program = seccomp_program() if sandbox.isolated else None
+    seccomp_fd = _unnamed_file(program) if program else None
+    argv, cwd = sandbox.command(argv, scratch=scratch, keep=keep, hide=hide, seccomp_fd=seccomp_fd)
+    passed = (request_fd, events_fd) if seccomp_fd is None else (request_fd, events_fd, seccomp_fd)
     env = worker_environment(str(cwd), token)
     try:
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=output_fd, stderr=output_fd,
-            cwd=scratch, env=env, start_new_session=True, close_fds=True,
-            pass_fds=(request_fd, events_fd),
+            cwd=scratch, env=env, start_new_session=True, close_fds=True, pass_fds=passed,
         )  # fmt: skip
     except OSError as exc:  # fork or exec failed (EAGAIN, ENOMEM, no such program)
         for fd in (events_fd, output_fd):
             os.close(fd)
         return _not_started(exc)
     finally:
-        os.close(request_fd)
+        for fd in (request_fd, seccomp_fd):  # read by now, or never
+            if fd is not None:
+                os.close(fd)
     events: list[dict] = []
     clock = PhaseClock(exercise_order, time.monotonic())
     finished = False

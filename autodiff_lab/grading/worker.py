@@ -42,10 +42,11 @@ class AnswerTooLarge(ValueError):
 
 
 MAX_PRINTED_BYTES = 2**20  # student output kept (the rest is dropped, not buffered)
+MAX_OPEN_FILES = 1024  # per process: the grader reads every open descriptor (memfd memory)
 
 
 def limit_resources(memory_mb: float, output_mb: float, max_tasks: int | None = None) -> None:
-    """Cap writable private memory, tasks (sandbox only) and the size of any file; no cores.
+    """Cap writable private memory, tasks (sandbox only), open files and file sizes; no cores.
 
     Memory: ``RLIMIT_DATA`` (heap, anonymous and writable private mappings, thread stacks),
     so one allocation past the limit raises MemoryError. Not ``RLIMIT_AS``: address space
@@ -62,6 +63,8 @@ def limit_resources(memory_mb: float, output_mb: float, max_tasks: int | None = 
     resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
     if max_tasks is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (max_tasks, max_tasks))
+    files = min(MAX_OPEN_FILES, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))  # the grader's look stays cheap
     size = int(output_mb * 2**20)
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
