@@ -11,7 +11,22 @@
 from .dual import Dual
 from .extend import checkpoint, custom_jvp, custom_vjp, define_primitive, stop_gradient
 from .graph import graph_memory, is_grad_enabled, no_grad, topological_order
-from .ops import abs, cos, exp, log, log_softmax, relu, sigmoid, sin, softmax, sqrt, tanh
+from .ops import (
+    abs,
+    cos,
+    exp,
+    log,
+    log_softmax,
+    maximum,
+    minimum,
+    relu,
+    sigmoid,
+    sin,
+    softmax,
+    sqrt,
+    tanh,
+    where,
+)
 from .progress import progress, reset_progress  # autodiff_lab.progress is the function
 from .tensor import Tensor, concatenate, cross_entropy, stack
 from .value import Value
@@ -40,4 +55,5 @@ __all__ = [
     "concatenate", "stack", "cross_entropy",
     "custom_vjp", "custom_jvp", "define_primitive", "stop_gradient", "checkpoint", "graph_memory",
     "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "softmax", "log_softmax",
+    "where", "maximum", "minimum",
 ]  # fmt: skip

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # (and every elementwise function, exp, log, tanh…: see __getattr__ below)
 __all__ = [
     "sum", "mean", "max", "reshape", "transpose", "matmul", "softmax", "log_softmax",
-    "shape", "sum_to", "broadcast_to", "unbroadcast",
+    "where", "maximum", "minimum", "shape", "sum_to", "broadcast_to", "unbroadcast",
 ]  # fmt: skip
 
 
@@ -112,6 +112,28 @@ def transpose(x: Any, axes: Any = None) -> Any:
 
 def matmul(a: Any, b: Any) -> Any:
     return a @ b
+
+
+def where(condition: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``condition`` holds, else ``b``, entry by entry (numpy's ``where``, with
+    broadcasting); the gradient goes to the entry chosen, none to the condition."""
+    from .primitives import WHERE, bind
+
+    return bind(WHERE, condition, a, b)
+
+
+def maximum(a: Any, b: Any) -> Any:
+    """The larger of ``a`` and ``b``, entry by entry (a tie splits the gradient in halves)."""
+    from .primitives import MAXIMUM, bind
+
+    return bind(MAXIMUM, a, b)
+
+
+def minimum(a: Any, b: Any) -> Any:
+    """The smaller of ``a`` and ``b``, entry by entry (a tie splits the gradient in halves)."""
+    from .primitives import MINIMUM, bind
+
+    return bind(MINIMUM, a, b)
 
 
 def broadcast_to(x: Any, new_shape: Any) -> Any:

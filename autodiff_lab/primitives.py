@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import operator
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -82,8 +83,10 @@ class Primitive:
     - ``domain``: where it is defined (:class:`Domain`);
     - ``linear``: ``"all"`` (linear in all inputs together: add, sum, reshape…),
       ``"each"`` (in each input while the others are held constant: mul, matmul),
-      ``"first"`` (in the first only: a / c) or ``""`` (not linear); ``transposed``: the
-      transposed op as text, for the drawings (``sum`` -> ``"broadcast"``);
+      ``"first"`` (in the first only: a / c), ``"rest"`` (in all but the first, which is
+      held constant: where's a and b, its condition fixed) or ``""`` (not linear);
+      ``transposed``: the transposed op as text, for the drawings (``sum`` ->
+      ``"broadcast"``);
     - ``batch``: ``batch(args, batched, **params)``, the batching rule: ``args[i]`` has a
       leading batch axis where ``batched[i]`` is True; it returns the result for the
       whole batch, batch axis first, using only primitives (so it can be traced further).
@@ -177,6 +180,8 @@ class Primitive:
             return sum(linear) == 1
         if self.linear == "first":
             return not any(linear[1:])
+        if self.linear == "rest":
+            return not linear[0]
         return False
 
     def transpose(self, ct, out, inputs: Sequence, params: dict, linear: Sequence[bool]) -> list:
@@ -461,6 +466,99 @@ POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
     domain=EVERYWHERE,
     symbol="**{exponent:g}",
     notation="power",
+)
+
+# --- choosing entries: where, maximum, minimum ------------------------------------------
+# Each entry of the output is one entry of one input, so the gradient goes back to the
+# entry chosen (ties of maximum/minimum split it in two halves, as PyTorch and JAX do).
+
+
+def _numbers_stay_numbers(np_fn: Callable) -> Callable:
+    """``np_fn`` as a forward that gives a Python float for Python-number inputs (the
+    scalar engine holds floats) and arrays otherwise."""
+
+    def forward(*xs):
+        out = np_fn(*xs)
+        if not any(isinstance(x, np.ndarray) for x in xs):
+            return float(out)
+        return out
+
+    forward.__name__ = forward.__qualname__ = np_fn.__name__
+    return forward
+
+
+def _chosen(c, x):
+    """``x`` where the condition ``c`` holds, 0 elsewhere (``c`` a constant: its mask)."""
+    return bind(WHERE, constant(c), x, 0.0)
+
+
+def _not_chosen(c, x):
+    """``x`` where the condition ``c`` does not hold, 0 elsewhere."""
+    return bind(WHERE, constant(c), 0.0, x)
+
+
+WHERE: Primitive  # (its rules apply it again: defined just below)
+WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition gets no gradient
+    "where",
+    _numbers_stay_numbers(np.where),
+    vjp=(
+        lambda g, out, c, a, b: unbroadcast(g * 0.0, c),
+        lambda g, out, c, a, b: unbroadcast(_chosen(c, g), a),
+        lambda g, out, c, a, b: unbroadcast(_not_chosen(c, g), b),
+    ),
+    jvp=(
+        lambda t, out, c, a, b: _bcast(t * 0.0, out),
+        lambda t, out, c, a, b: _bcast(_chosen(c, t), out),
+        lambda t, out, c, a, b: _bcast(_not_chosen(c, t), out),
+    ),
+    linear="rest",
+    transposed="where back (c fixed)",
+    batch="broadcasting",
+    rule="d where(c, a, b)/da = 1 where c holds, else 0;  d/db = the rest;  d/dc = 0",
+    domain=EVERYWHERE,
+)
+
+
+def _share(a, b, wins: Callable):
+    """The share of the gradient that goes to ``a``: 1 where ``wins(a, b)``, ½ at a tie,
+    0 elsewhere (a constant: the choice does not move under a small step)."""
+    a, b = constant(a), constant(b)
+    share = wins(a, b) * 1.0 + (a == b) * 0.5
+    if type(share) is float:  # (Python numbers)
+        return share
+    dtypes = [x.dtype for x in (a, b) if hasattr(x, "dtype")]
+    return share.astype(np.result_type(*dtypes, np.float32))  # float32 stays float32
+
+
+MAXIMUM = primitive(  # the larger of a and b, entry by entry
+    "maximum",
+    _numbers_stay_numbers(np.maximum),
+    vjp=(
+        lambda g, out, a, b: unbroadcast(g * _share(a, b, operator.gt), a),
+        lambda g, out, a, b: unbroadcast(g * _share(b, a, operator.gt), b),
+    ),
+    jvp=(
+        lambda t, out, a, b: _bcast(t * _share(a, b, operator.gt), out),
+        lambda t, out, a, b: _bcast(t * _share(b, a, operator.gt), out),
+    ),
+    batch="broadcasting",
+    rule="d max(a, b)/da = 1 where a > b, ½ where a = b, else 0 (and alike for b)",
+    domain=EVERYWHERE,
+)
+MINIMUM = primitive(  # the smaller of a and b, entry by entry
+    "minimum",
+    _numbers_stay_numbers(np.minimum),
+    vjp=(
+        lambda g, out, a, b: unbroadcast(g * _share(a, b, operator.lt), a),
+        lambda g, out, a, b: unbroadcast(g * _share(b, a, operator.lt), b),
+    ),
+    jvp=(
+        lambda t, out, a, b: _bcast(t * _share(a, b, operator.lt), out),
+        lambda t, out, a, b: _bcast(t * _share(b, a, operator.lt), out),
+    ),
+    batch="broadcasting",
+    rule="d min(a, b)/da = 1 where a < b, ½ where a = b, else 0 (and alike for b)",
+    domain=EVERYWHERE,
 )
 
 # --- elementwise functions ---------------------------------------------------------------

@@ -34,6 +34,35 @@ def away_from_zero(*shape):
     return lambda rng: rng.uniform(0.2, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
 
 
+def small_integers(*shape):
+    """Entries in {-2, …, 2}: two such inputs tie often (maximum/minimum split the gradient
+    at a tie, and a central difference there gives the same half)."""
+    return lambda rng: rng.integers(-2, 3, shape).astype(float)
+
+
+def condition(*shape):
+    """A boolean mask (where's condition): an input that is never differentiated."""
+    return lambda rng: rng.random(shape) < 0.5
+
+
+def is_condition(x) -> bool:
+    """A boolean input: a constant of the op, never differentiated (nor given a tangent)."""
+    return np.asarray(x).dtype.kind == "b"
+
+
+def over_floats(f, inputs):
+    """``(g, floats)``: ``g(*floats)`` is ``f(*inputs)`` with the boolean inputs held fixed,
+    a function of the float inputs only (those the tests differentiate)."""
+    fixed = {i: x for i, x in enumerate(inputs) if is_condition(x)}
+    floats = [x for i, x in enumerate(inputs) if i not in fixed]
+
+    def g(*xs):
+        given = iter(xs)
+        return f(*(fixed[i] if i in fixed else next(given) for i in range(len(inputs))))
+
+    return g, floats
+
+
 @dataclass
 class Case:
     """One way to call a primitive: how to draw its array inputs, and its parameters."""
@@ -43,7 +72,9 @@ class Case:
     id: str = ""
 
     def draw(self, rng, dtype=np.float64) -> list[np.ndarray]:
-        return [np.asarray(make(rng), dtype=dtype) for make in self.inputs]
+        """The inputs, float ``dtype`` (a boolean input, a condition, stays boolean)."""
+        drawn = [np.asarray(make(rng)) for make in self.inputs]
+        return [x if x.dtype == bool else x.astype(dtype) for x in drawn]
 
 
 def binary(make_a, make_b):
@@ -64,6 +95,14 @@ CASES: dict[str, list[Case]] = {
     "div": binary(anywhere, away_from_zero),
     "pow": binary(positive, anywhere),
     "neg": [Case((anywhere(3, 4),)), Case((anywhere(),), id="0-d")],
+    "where": [
+        Case((condition(3, 4), anywhere(3, 4), anywhere(3, 4)), id="same shape"),
+        Case((condition(3, 1), anywhere(4), anywhere(3, 4)), id="broadcast"),
+        Case((condition(), anywhere(2, 3), anywhere()), id="0-d condition"),
+        Case((condition(2, 3), anywhere(), anywhere()), id="0-d branches"),
+    ],
+    "maximum": [*binary(anywhere, anywhere), Case((small_integers(4, 3),) * 2, id="ties")],
+    "minimum": [*binary(anywhere, anywhere), Case((small_integers(4, 3),) * 2, id="ties")],
     "pow_const": [
         Case((anywhere(3, 4),), {"exponent": 3}, id="x^3"),
         Case((anywhere(3, 4),), {"exponent": 2.0}, id="x^2.0"),
@@ -189,6 +228,9 @@ def torch_twins() -> dict[str, Callable]:
         "div": lambda a, b: a / b,
         "pow": lambda a, b: a**b,
         "neg": lambda a: -a,
+        "where": lambda c, a, b: torch.where(torch.as_tensor(c).bool(), a, b),
+        "maximum": torch.maximum,
+        "minimum": torch.minimum,
         "pow_const": lambda a, exponent: a**exponent,
         "exp": torch.exp,
         "log": torch.log,

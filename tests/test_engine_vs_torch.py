@@ -101,6 +101,34 @@ binary_twin("div", lambda a, b: a / b, right=nonzero_arrays)
 binary_twin("pow", lambda a, b: a**b, left=positive_arrays)
 
 
+@twin("where")
+def _(data):
+    (sc, sa, sb), _ = data.draw(
+        hnp.mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, max_side=4)
+    )
+    mask = data.draw(hnp.arrays(np.bool_, sc), label="condition")  # a constant of the op
+    return Twin(
+        lambda a, b: adl.where(mask, a, b),
+        lambda a, b: torch_twins()["where"](mask, a, b),
+        [data.draw(arrays(sa)), data.draw(arrays(sb))],
+    )
+
+
+def choice_twin(name):
+    """maximum/minimum; small integers make ties likely (both split the gradient there)."""
+
+    @twin(name)
+    def draw(data):
+        (sa, sb), _ = data.draw(broadcast_pair())
+        ints = [hnp.arrays(np.float64, s, elements=st.integers(-2, 2).map(float)) for s in (sa, sb)]
+        a, b = data.draw(st.one_of(st.tuples(arrays(sa), arrays(sb)), st.tuples(*ints)))
+        return Twin(getattr(adl.ops, name), torch_twins()[name], [a, b])
+
+
+choice_twin("maximum")
+choice_twin("minimum")
+
+
 @twin("neg")
 def _(data):
     return Twin(lambda a: -a, lambda a: -a, [data.draw(arrays(data.draw(shapes())))])

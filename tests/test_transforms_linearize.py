@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from primitive_cases import CASES, torch_twins
+from primitive_cases import CASES, over_floats, torch_twins
 
 from autodiff_lab import Tensor, no_grad, ops
 from autodiff_lab.functional import LinearGraph, jvp, linear_transpose, linearize, vjp, vmap
@@ -42,26 +42,24 @@ def random_like(rng, x):
 @pytest.mark.parametrize("name, case", ALL_CASES)
 def test_every_primitive_linearized_and_transposed_matches_torch_func(name, case, rng, torch):
     """f_jvp(t) = torch.func.jvp; linear_transpose(f_jvp)(ct) = torch.func.vjp = our vjp."""
-    inputs = case.draw(rng)
-    f = call(name, case.params)
+    drawn = case.draw(rng)
+    f, inputs = over_floats(call(name, case.params), drawn)  # (where's condition held fixed)
     out, f_jvp = linearize(f, *inputs)
     assert isinstance(f_jvp, LinearGraph)
-    twin = torch_twins()[name]
+    twin = over_floats(lambda *xs: torch_twins()[name](*xs, **case.params), drawn)[0]
     primals = tuple(torch.tensor(x) for x in inputs)
-    torch_out = twin(*primals, **case.params)
+    torch_out = twin(*primals)
     np.testing.assert_allclose(out, torch_out.detach().numpy(), rtol=RTOL, atol=ATOL)
 
     for _ in range(2):  # the same recorded map, applied to several tangents
         tangents = [random_like(rng, x) for x in inputs]
         ours = f_jvp(*tangents)
-        _, theirs = torch.func.jvp(
-            lambda *xs: twin(*xs, **case.params), primals, tuple(map(torch.tensor, tangents))
-        )
+        _, theirs = torch.func.jvp(twin, primals, tuple(map(torch.tensor, tangents)))
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=RTOL, atol=ATOL)
 
     ct = random_like(rng, out)
     by_transpose = linear_transpose(f_jvp)(ct)
-    _, torch_vjp = torch.func.vjp(lambda *xs: twin(*xs, **case.params), *primals)
+    _, torch_vjp = torch.func.vjp(twin, *primals)
     by_torch = torch_vjp(torch.tensor(ct))
     by_reverse = vjp(f, *inputs)[1](ct)
     assert len(by_transpose) == len(inputs)
@@ -73,8 +71,8 @@ def test_every_primitive_linearized_and_transposed_matches_torch_func(name, case
 @pytest.mark.parametrize("name, case", ALL_CASES)
 def test_transpose_is_the_adjoint(name, case, rng):
     """<ct, J t> = Σ_i <(Jᵀ ct)_i, t_i> for random t and ct (the definition of Jᵀ)."""
-    inputs = case.draw(rng)
-    out, f_jvp = linearize(call(name, case.params), *inputs)
+    f, inputs = over_floats(call(name, case.params), case.draw(rng))
+    out, f_jvp = linearize(f, *inputs)
     tangents = [random_like(rng, x) for x in inputs]
     ct = random_like(rng, out)
     left = np.sum(ct * f_jvp(*tangents))
@@ -93,7 +91,12 @@ def test_primitives_declared_linear_are_linear(name, case, rng):
     xs, ys = case.draw(rng), case.draw(rng)
     a, b = 0.7, -1.9
     n = len(xs)
-    groups = {"all": [range(n)], "each": [[i] for i in range(n)], "first": [[0]]}[prim.linear]
+    groups = {
+        "all": [range(n)],
+        "each": [[i] for i in range(n)],
+        "first": [[0]],
+        "rest": [range(1, n)],
+    }[prim.linear]
     for moving in groups:
         mixed = [a * x + b * y if i in moving else x for i, (x, y) in enumerate(zip(xs, ys))]
         only_x = list(xs)
@@ -108,9 +111,11 @@ def test_every_primitive_declares_linearity_correctly():
     linear = {name for name, prim in PRIMITIVES.items() if prim.linear}
     assert {"add", "sub", "neg", "mul", "div", "sum", "mean", "matmul", "reshape"} <= linear
     assert {"getitem", "scatter_add", "broadcast_to", "transpose", "concatenate"} <= linear
+    assert "where" in linear  # in its two branches, the condition held fixed
     assert not linear & {"exp", "tanh", "max", "softmax", "pow", "relu", "cross_entropy"}
+    assert not linear & {"maximum", "minimum"}
     for name in linear:
-        assert PRIMITIVES[name].linear in ("all", "each", "first"), name
+        assert PRIMITIVES[name].linear in ("all", "each", "first", "rest"), name
 
 
 # --- composite functions ---------------------------------------------------------------

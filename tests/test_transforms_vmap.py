@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from primitive_cases import CASES
+from primitive_cases import CASES, over_floats
 
 from autodiff_lab import Tensor, concatenate, cross_entropy, ops, stack
 from autodiff_lab.functional import (
@@ -95,9 +95,13 @@ def test_every_batching_rule_equals_a_loop(name, case, rng):
 def test_jvp_and_vjp_rules_run_on_batches(name, case, rng):
     """vmap(jvp(op)) and vmap(vjp(op)) equal loops (the rules' masks, signs and shapes
     work per example), and one vjp_fn pulls back a batch of cotangents at once."""
-    f = call(name, case.params)
-    n = len(case.inputs)
-    examples = [case.draw(rng) for _ in range(BATCH)]
+    # (where's boolean condition is held fixed, the same for every example: batched
+    # conditions are in test_every_batching_rule_equals_a_loop)
+    f, first = over_floats(call(name, case.params), case.draw(rng))
+    n = len(first)
+    examples = [first] + [
+        over_floats(call(name, case.params), case.draw(rng))[1] for _ in range(BATCH - 1)
+    ]
     tangents = [[rng.standard_normal(np.shape(x)) for x in ex] for ex in examples]
     xs = [np.stack([ex[i] for ex in examples]) for i in range(n)]
     ts = [np.stack([t[i] for t in tangents]) for i in range(n)]
