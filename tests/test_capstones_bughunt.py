@@ -97,12 +97,22 @@ def test_every_table_plants_a_fresh_set_and_keeps_it_secret():
     for seed in range(6):
         for case in exercise.cases(np.random.default_rng(seed)):
             planted = exercise.reference(case.inputs)
-            rows = case.inputs[0]
-            assert len(rows) == 8 and all(len(row) == 4 for row in rows)
+            planted = [planted] if len(case.inputs) == 1 else planted
             assert "wrong" not in dumps(case.inputs).lower()
-            assert any(fwd in ch04_bughunt.KINKED for _n, fwd, _r, _x in rows)
-            sets.add(tuple((n, r) for n, _f, r, _x in rows if n in planted))
-    assert len(sets - {()}) == 24  # 30 tables, 24 with bugs, each with its own planted set
+            for rows, names in zip(case.inputs, planted, strict=True):
+                assert len(rows) == 8 and all(len(row) == 4 for row in rows)
+                assert any(fwd in ch04_bughunt.KINKED for _n, fwd, _r, _x in rows)
+                sets.add(tuple((n, r) for n, _f, r, _x in rows if n in names))
+    assert len(sets - {()}) == 30  # 36 tables, 30 with bugs, each with its own planted set
+
+
+def test_the_table_without_a_bug_gives_nothing_to_an_answer_that_reports_nothing():
+    """Alone, the clean table's point went to ``lambda table: []`` on every seed."""
+    for seed in (None, 1, 2, 3):
+        result = check("4.7", lambda table: [], seed=seed, show=False, record=False)
+        assert result.score == 0, result.to_text()
+        clean_case = result.cases[-1]
+        assert "all right, then one planted wrong" in clean_case.name and not clean_case.passed
 
 
 def test_catalog_rules_against_torch(torch):

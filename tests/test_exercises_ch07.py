@@ -302,3 +302,19 @@ def test_hand_built_checkpointing_from_the_chapter_also_scores_full_marks():
 
     result = check("7.3", by_hand, show=False)
     assert result.status == "passed" and result.score == result.max_score, result.to_text()
+
+
+def test_the_nan_of_exercise_7_1_comes_from_inf_times_zero_in_x_times_x():
+    """The text's account: sqrt's rule at 0 sends ∞ to the sum and to every x_i·x_i, and
+    x * x's rule multiplies ∞ by x_i = 0 (the NaN is made there, not in sqrt)."""
+    x = Tensor(np.zeros(3), requires_grad=True)
+    squares = x * x
+    total = squares.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sqrt(total).backward()
+    assert np.isposinf(total.grad) and np.all(np.isposinf(squares.grad))
+    assert np.all(np.isnan(x.grad))
+    with np.errstate(invalid="ignore"):
+        assert np.all(np.isnan(np.inf * np.zeros(3)))  # the product x * x's rule forms
+    text = (ROOT / "solutions" / "07_memory_and_control.ipynb").read_text()
+    assert "rule multiplies it by $x_i = 0$" in text and "times a gradient of 0" not in text

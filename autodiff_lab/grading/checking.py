@@ -40,8 +40,11 @@ from .scoring import (
 __all__ = ["check", "CheckResult", "run_answer", "case_seed"]
 
 GRADING_ENV = "AUTODIFF_LAB_GRADING"
+#: Set by the first cell of an exported nbgrader/Otter notebook: no solution sketches there.
+ASSIGNMENT_ENV = "AUTODIFF_LAB_ASSIGNMENT"
 DEFAULT_SEED = 20240601
 
+_assignment = False  # set by an exported assignment's check cell: no solution sketches
 _attempts: dict[str, int] = {}  # exercise id -> checks run in this kernel (hint tiers)
 
 
@@ -107,13 +110,22 @@ def check(
     seed: int | None = None,
     show: bool = True,
     record: bool = True,
+    reveal: bool = False,
+    assignment: bool = False,
 ):
     """Check ``answer`` (the function or class you wrote) for exercise ``exercise_id``.
 
     Returns a :class:`CheckResult` (``.score``, ``.max_score``, ``.status``) and, unless
     ``show=False``, displays it. Unless ``record=False`` (a demonstration, as on the start
     page), the best score is kept in the learner's progress (``autodiff_lab.progress()``).
+    Hints never give the solution away; ``reveal=True`` adds the exercise's solution sketch
+    when the answer is not right yet — except in an exported assignment: its check cells
+    pass ``assignment=True`` (nbgrader, Otter), which refuses ``reveal`` in this kernel from
+    then on, as does ``AUTODIFF_LAB_ASSIGNMENT=1``. (A student can still read the package's
+    exercise modules: in-kernel tests cannot hide what the kernel can import.)
     """
+    global _assignment
+    _assignment = _assignment or assignment
     exercise_id = str(exercise_id)
     if os.environ.get(GRADING_ENV) == "1":
         return CheckResult(exercise_id, "", "skipped", 0.0, 0.0, note="checks skip while grading")
@@ -131,8 +143,18 @@ def check(
         outcomes = [Outcome(NOT_IMPLEMENTED) for _ in cases]
     else:
         outcomes = [run_answer(exercise.run, exercise.answer, answer, c.inputs) for c in cases]
-    judged = judge_exercise(exercise, cases, outcomes, expected, attempt=_attempts[exercise_id])
+    refused = reveal and (_assignment or os.environ.get(ASSIGNMENT_ENV) == "1")
+    judged = judge_exercise(
+        exercise,
+        cases,
+        outcomes,
+        expected,
+        attempt=_attempts[exercise_id],
+        reveal=reveal and not refused,
+    )
     result = CheckResult(**vars(judged))
+    if refused:
+        result.note = "reveal=True is switched off in a graded assignment"
     if record:
         from ..progress import record as record_progress  # kept on this computer only
 

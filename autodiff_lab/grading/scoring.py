@@ -289,9 +289,33 @@ def judge_case(exercise: Exercise, case: Case, outcome: Outcome, expected: Any) 
         )
     if ok:
         return CaseResult(case.name, points, points, PASSED)
-    return CaseResult(
-        case.name, 0.0, points, FAILED, mismatch_text(outcome.value, expected, exercise.parts)
-    )
+    if _is_error_record(outcome.value):
+        message = _error_record_text(outcome.value)
+    elif exercise.describe is not None:
+        try:
+            message = exercise.describe(outcome.value, expected)
+        except Exception:  # an answer of a shape the description does not expect
+            message = mismatch_text(outcome.value, expected, exercise.parts)
+    else:
+        message = mismatch_text(outcome.value, expected, exercise.parts)
+    return CaseResult(case.name, 0.0, points, FAILED, message)
+
+
+def _is_error_record(value: Any) -> bool:
+    """An error a runner reported as plain data (``runners.common.error_result``)."""
+    return isinstance(value, dict) and isinstance(value.get("error"), str) and "message" in value
+
+
+def _error_record_text(record: dict) -> str:
+    """A runner's error record in words, never the dict: ``TypeError: … (at backward)``.
+
+    ``LibraryCode`` records are sentences already ("MyValue is autodiff_lab's class…").
+    """
+    message = str(record.get("message", "")).strip()
+    text = message if record["error"] == "LibraryCode" else f"{record['error']}: {message}"
+    if record.get("at"):
+        text += f" (in {record['at']})"
+    return text
 
 
 #: Between the parts of a structured answer in a failing case's message.
@@ -355,12 +379,15 @@ def judge_exercise(
     *,
     attempt: int = 1,
     note: str = "",
+    reveal: bool = False,
 ) -> ExerciseResult:
     """The verdict on a whole exercise, with tiered hints.
 
     A detected :class:`~autodiff_lab.grading.spec.Mistake` hint takes precedence; otherwise
     the ``attempt``-th tier of nudges is shown (tier 1: the first nudge; tier 2: the first
-    two, …), so repeated attempts reveal more.
+    two, …), so repeated attempts reveal more. No tier is the solution: the exercise's
+    ``reveal`` sketch is added only with ``reveal=True`` (a learner's explicit request
+    through ``check``; the grader and the exported notebooks never pass it).
     """
     results = [
         judge_case(exercise, c, o, e) for c, o, e in zip(cases, outcomes, expected, strict=True)
@@ -391,9 +418,15 @@ def judge_exercise(
         elif not hints and status == FAILED:
             tiers = list(exercise.nudges) or [GENERIC_NUDGE]
             hints = tiers[: max(1, min(attempt, len(tiers)))]
+    if reveal and status != PASSED and exercise.reveal:
+        hints = [*hints, f"{REVEAL_PREFIX}{exercise.reveal}"]
     return ExerciseResult(
         exercise.id, exercise.heading, status, score, max_score, results, hints, note
     )
+
+
+#: How a revealed solution sketch starts in the hints, so nobody mistakes it for a hint.
+REVEAL_PREFIX = "Solution sketch (you asked for it): "
 
 
 def _quiet(result: CaseResult) -> CaseResult:

@@ -140,6 +140,12 @@ class Exercise:
     # The names of the answer's parts when it is a tuple of different things, in order
     # (``("value", "gradient")``): a failing case then says which number is which.
     parts: tuple[str, ...] = field(default=(), kw_only=True)
+    # The solution sketch (code or the finished formula): shown only to a learner who asks,
+    # check(..., reveal=True); never by a nudge tier, the grader or an exported notebook.
+    reveal: str = field(default="", kw_only=True)
+    # describe(got, expected) -> what a failing case says, for answers whose repr tells a
+    # student nothing (weight matrices, 300 labels); None: "got …, expected …".
+    describe: Callable[[Any, Any], str] | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, tuple) or not all(

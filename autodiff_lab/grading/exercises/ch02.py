@@ -135,10 +135,8 @@ VJP = Exercise(
             lambda got, exp, case: not close(got[0], exp[0]),
         ),
     ),
-    nudges=(
-        "Write the 2×2 Jacobian first; the answer is the row vector (u, v) times it.",
-        "x̄ = u·y + v·eˣ, ȳ = u·x - 2·v·y.",
-    ),
+    nudges=("Write the 2×2 Jacobian first; the answer is the row vector (u, v) times it.",),
+    reveal="x̄ = u·y + v·eˣ, ȳ = u·x - 2·v·y.",
 )
 
 
@@ -228,12 +226,10 @@ MANUAL = Exercise(
             lambda got, exp, case: not close(got[0], exp[0]),
         ),
     ),
-    nudges=(
-        "Name the nodes d = a·b, e = d + c, t = tanh(d), g = e·t, f = g·c and work "
+    nudges=("Name the nodes d = a·b, e = d + c, t = tanh(d), g = e·t, f = g·c and work "
         "backwards from f̄ = 1: ḡ and c̄'s first share, then ē and t̄, then d̄ (two shares) "
-        "and c̄'s second share, then ā and b̄.",
-        "ḡ = c; ē = c·t; t̄ = c·e; d̄ = ē + t̄·(1 - t²); ā = d̄·b; b̄ = d̄·a; c̄ = g + ē.",
-    ),
+        "and c̄'s second share, then ā and b̄.",),
+    reveal="ḡ = c; ē = c·t; t̄ = c·e; d̄ = ē + t̄·(1 - t²); ā = d̄·b; b̄ = d̄·a; c̄ = g + ē.",
 )
 
 
@@ -345,6 +341,11 @@ TOPO = Exercise(
         Mistake(
             "The list has nodes the root does not depend on: walk only from root via _prev.",
             lambda got, exp, case: isinstance(got, list) and not set(got) <= set(exp["nodes"]),
+        ),
+        Mistake(
+            "This exercise asks for your own sort: the package's topological_order (or any "
+            "library's) scores nothing here.",
+            lambda got, exp, case: is_error(got, "LibraryCode"),
         ),
     ),
     nudges=(

@@ -158,10 +158,11 @@ REVERSE = Exercise(
         ),
     ),
     nudges=(
-        "vjp: x = Tensor(x, requires_grad=True); y = f(x); y.backward(u); return y.data, x.grad.",
-        "jacrev: one vjp per output entry, with the unit vectors e_0 … e_(m-1) as u; stack "
-        "the rows.",
+        "vjp: record f on an input that requires grad, run the reverse pass seeded with u "
+        "(not with ones), and read the gradient that reached the input.",
     ),
+    reveal="jacrev: one vjp per output entry, with the unit vectors e_0 … e_(m-1) as u; stack "
+    "the rows.",
 )
 
 

@@ -79,10 +79,8 @@ EXP = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "The output is out = math.exp(x); its derivative is out again.",
-        "def backward(g): return g * out",
-    ),
+    nudges=("Compute the output first: exp is its own derivative, so backward can reuse it.",),
+    reveal="def backward(g): return g * out",
 )
 
 
@@ -153,10 +151,8 @@ POW = Exercise(
             lambda got, exp, case: not isinstance(got[1], list | tuple),
         ),
     ),
-    nudges=(
-        "Two inputs, two local derivatives: ∂/∂a and ∂/∂b of a^b.",
-        "∂(a^b)/∂a = b·a^(b-1) and ∂(a^b)/∂b = a^b·ln a; multiply both by g.",
-    ),
+    nudges=("Two inputs, two local derivatives: ∂/∂a and ∂/∂b of a^b.",),
+    reveal="∂(a^b)/∂a = b·a^(b-1) and ∂(a^b)/∂b = a^b·ln a; multiply both by g.",
 )
 
 
@@ -178,7 +174,8 @@ def _sigmoid_cases(rng):
     cases += [
         Case("edge: x = 0 (s = 1/2)", (0.0, 1.0)),
         Case("edge: x = 800 (e^-x underflows)", (800.0, 1.0)),
-        Case("edge: x = -800 (e^-x overflows)", (-800.0, 1.0), points=2.0),
+        Case("edge: x = -800 (e^-x overflows)", (-800.0, 1.0), points=3.0),
+        Case("edge: x = -1e5, g = 2 (e^-x overflows)", (-1e5, 2.0), points=3.0),
     ]
     return cases
 
@@ -208,8 +205,9 @@ SIGMOID = Exercise(
     reference=_sigmoid_reference,
     mistakes=(
         Mistake(
-            "OverflowError: for very negative x, e^-x is too big for a float. For x < 0 "
-            "use the equal form e^x / (1 + e^x), whose e^x cannot overflow.",
+            "Overflow: for very negative x, e^-x is too big for a float (math.exp raises, "
+            "np.exp returns inf with a warning). For x < 0 use the equal form "
+            "e^x / (1 + e^x), whose e^x cannot overflow.",
             lambda got, exp, case: is_error(got, "OverflowError"),
         ),
         Mistake(
@@ -454,7 +452,7 @@ FIT = Exercise(
     ),
     nudges=(
         "Compare w.grad in the first two steps of buggy_fit with the gradient you expect.",
-        "Reset the parameters' .grad to 0 before each loss.backward().",
+        "Where do the parameters' gradients start from at each step?",
     ),
 )
 

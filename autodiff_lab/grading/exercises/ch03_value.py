@@ -588,11 +588,9 @@ MY_VALUE = Exercise(
             lambda got, exp, case: is_error(got) and got.get("at") == "zero_grad",
         ),
     ),
-    nudges=(
-        "Find the first failing case: the `ops:` cases test one family of operations each.",
-        "Each op: compute out, then define out._backward adding local derivative × out.grad "
-        "to each input's .grad; backward(): topological order, root.grad = 1, reversed walk.",
-    ),
+    nudges=("Find the first failing case: the `ops:` cases test one family of operations each.",),
+    reveal="Each op: compute out, then define out._backward adding local derivative × out.grad "
+    "to each input's .grad; backward(): topological order, root.grad = 1, reversed walk.",
 )
 
 

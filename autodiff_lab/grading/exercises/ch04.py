@@ -304,10 +304,8 @@ MATMUL = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "Check shapes: dL/dA has the shape of A, dL/dB the shape of B.",
-        "dA = G @ B.T and dB = A.T @ G.",
-    ),
+    nudges=("Check shapes: dL/dA has the shape of A, dL/dB the shape of B.",),
+    reveal="dA = G @ B.T and dB = A.T @ G.",
 )
 
 
@@ -367,9 +365,11 @@ SOFTMAX = Exercise(
         ),
     ),
     nudges=(
-        "z = x - x.max(axis=axis, keepdims=True), then normalise exp(z).",
+        "Subtract the largest entry along the axis before exponentiating: the softmax does "
+        "not change, and exp never sees a large number.",
         "Use keepdims=True in both the max and the sum so the shapes broadcast back.",
     ),
+    reveal="z = x - x.max(axis=axis, keepdims=True), then normalise exp(z).",
 )
 
 
@@ -460,10 +460,8 @@ LOGSOFTMAX = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "log_softmax(x)_i = x_i - log Σ_j exp(x_j); differentiate both terms.",
-        "dx = g - softmax(x, axis) * g.sum(axis=axis, keepdims=True)",
-    ),
+    nudges=("log_softmax(x)_i = x_i - log Σ_j exp(x_j); differentiate both terms.",),
+    reveal="dx = g - softmax(x, axis) * g.sum(axis=axis, keepdims=True)",
 )
 
 
@@ -571,12 +569,10 @@ NUMERICAL_GRADIENT = Exercise(
             lambda got, exp, case: is_error(got, "changed x"),
         ),
     ),
-    nudges=(
-        "Call f(x) once to learn the output's shape; allocate J with shape "
-        "out_shape + x.shape; loop over every index i of x (np.ndindex).",
-        "For index i: save x[i], evaluate f at x[i] + h and at x[i] - h, restore x[i], and "
+    nudges=("Call f(x) once to learn the output's shape; allocate J with shape "
+        "out_shape + x.shape; loop over every index i of x (np.ndindex).",),
+    reveal="For index i: save x[i], evaluate f at x[i] + h and at x[i] - h, restore x[i], and "
         "store the difference / 2h in J[(...,) + i].",
-    ),
 )
 
 

@@ -77,31 +77,66 @@ _PLANTED: dict[str, list[str]] = {}  # table text -> the planted names (grader s
 
 def _cases(rng):
     cases = []
-    for n_wrong, trap in ((2, "tiny"), (3, "huge"), (1, "tiny"), (4, "huge"), (0, "huge")):
+    for n_wrong, trap in ((2, "tiny"), (3, "huge"), (1, "tiny"), (4, "huge")):
         rows, wrong = _table(rng, n_wrong, trap)
         _PLANTED[repr(rows)] = wrong
         cases.append(Case(f"a table of {TABLE_SIZE} rules ({n_wrong} planted wrong)", (rows,)))
+    # A table with no bug scores only beside the same eight with one planted: alone, any
+    # answer that reports nothing would pass it.
+    clean, _ = _table(rng, 0, "huge")
+    buggy = [list(row) for row in clean]
+    k = int(rng.choice([i for i, row in enumerate(clean) if _catalog(row[1])[4] == ()
+                        and row[1] not in HUGE]))  # fmt: skip
+    buggy[k][2] = str(rng.choice(_catalog(clean[k][1])[2]))
+    buggy = [tuple(row) for row in buggy]
+    _PLANTED[repr(clean)], _PLANTED[repr(buggy)] = [], [clean[k][0]]
+    cases.append(
+        Case(
+            f"the same {TABLE_SIZE} rules twice: all right, then one planted wrong", (clean, buggy)
+        )
+    )
     return cases
 
 
-def planted(inputs) -> list[str]:
-    """The names of the rules planted wrong in this table (kept when it was drawn)."""
-    return list(_PLANTED[repr(inputs[0])])
+def _catalog(forward: str):
+    return next(entry for entry in CATALOG if entry[0] == forward)
 
 
-def _forward_of(case, names) -> set[str]:
-    rows = {name: fwd for name, fwd, _rule, _xs in case.inputs[0]}
-    return {rows[n] for n in names if n in rows}
+def planted(inputs) -> list:
+    """The names planted wrong in each table (kept when it was drawn); one table: a list."""
+    found = [list(_PLANTED[repr(rows)]) for rows in inputs]
+    return found[0] if len(found) == 1 else found
+
+
+def _per_table(got, exp, case):
+    """(answer, planted, rows) for each table of the case; nothing for a malformed answer."""
+    tables = case.inputs
+    if len(tables) == 1:
+        got, exp = [got], [exp]
+    if not isinstance(got, list) or len(got) != len(tables):
+        return []
+    return [
+        (g, e, rows) for g, e, rows in zip(got, exp, tables, strict=True) if isinstance(g, list)
+    ]
+
+
+def _forward_of(rows, names) -> set[str]:
+    forward = {name: fwd for name, fwd, _rule, _xs in rows}
+    return {forward[n] for n in names if n in forward}
 
 
 def _false_alarms(got, exp, case) -> set[str]:
     """The primitives of right rules the answer reported (none for a malformed answer)."""
-    return _forward_of(case, set(got) - set(exp)) if isinstance(got, list) else set()
+    return {
+        f for g, e, rows in _per_table(got, exp, case) for f in _forward_of(rows, set(g) - set(e))
+    }
 
 
 def _missed(got, exp, case) -> set[str]:
     """The primitives of wrong rules the answer did not report."""
-    return _forward_of(case, set(exp) - set(got)) if isinstance(got, list) else set()
+    return {
+        f for g, e, rows in _per_table(got, exp, case) for f in _forward_of(rows, set(e) - set(g))
+    }
 
 
 BUG_HUNT = Exercise(

@@ -78,10 +78,8 @@ ACCURACY = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "Predicted class of each row = argmax over its logits.",
-        "np.mean(logits.argmax(axis=1) == targets)",
-    ),
+    nudges=("Predicted class of each row = argmax over its logits.",),
+    reveal="np.mean(logits.argmax(axis=1) == targets)",
 )
 
 
@@ -156,10 +154,8 @@ CROSS_ENTROPY = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "loss_i = logsumexp(z_i) - z_i[y_i]; average over i.",
-        "grad = (softmax(z) - one_hot(y)) / N",
-    ),
+    nudges=("loss_i = logsumexp(z_i) - z_i[y_i]; average over i.",),
+    reveal="grad = (softmax(z) - one_hot(y)) / N",
 )
 
 
@@ -256,10 +252,8 @@ MOMENTUM = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "Two lines: update the velocity, then the parameter.",
-        "v = momentum * velocity + grad; return param - lr * v, v",
-    ),
+    nudges=("Two lines: update the velocity, then the parameter.",),
+    reveal="v = momentum * velocity + grad; return param - lr * v, v",
 )
 
 
@@ -356,10 +350,8 @@ LINEAR = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "Each gradient has the shape of what it is the gradient of.",
-        "dX = G @ W.T, dW = X.T @ G, db = G.sum(axis=0)",
-    ),
+    nudges=("Each gradient has the shape of what it is the gradient of.",),
+    reveal="dX = G @ W.T, dW = X.T @ G, db = G.sum(axis=0)",
 )
 
 

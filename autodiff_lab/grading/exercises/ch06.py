@@ -134,7 +134,7 @@ NTH = Exercise(
     ),
     nudges=(
         "grad(f) is an ordinary function: you can hand it to grad again.",
-        "Start from derivative = f and replace it by grad(derivative), n times.",
+        "Apply grad n times, each time to the function the step before gave you.",
     ),
 )
 
@@ -316,10 +316,8 @@ HVP = Exercise(
             lambda got, exp, case: np.ndim(got) == 0,
         ),
     ),
-    nudges=(
-        "H v = d/dε grad f(x + ε v) at ε = 0: a jvp of the function grad(f).",
-        "jvp(grad(f), (x,), (v,)) returns (grad f(x), H v).",
-    ),
+    nudges=("H v = d/dε grad f(x + ε v) at ε = 0: a jvp of the function grad(f).",),
+    reveal="jvp(grad(f), (x,), (v,)) returns (grad f(x), H v).",
 )
 
 
@@ -375,7 +373,7 @@ TAGGED = Exercise(
         ),
     ),
     nudges=(
-        "A Dual made with tag=new_tag() carries an ε no other derivative uses.",
+        "A Dual made with a fresh tag (new_tag()) carries an ε no other derivative uses.",
         "If f returns a plain number, or a Dual with another tag, f does not depend on "
         "your ε: the derivative is 0.0.",
     ),

@@ -241,11 +241,11 @@ PRIMITIVE = Exercise(
         ),
     ),
     nudges=(
-        "out = logaddexp(a, b); ∂out/∂a = e^(a − out) and ∂out/∂b = e^(b − out): the rules "
-        "can reuse out, the value the primitive hands them.",
-        "vjp rule for a: lambda g, out, a, b: ops.unbroadcast(g * ops.exp(a - out), a); the "
-        "jvp rule for a: lambda t, out, a, b: t * ops.exp(a - out).",
+        "Differentiate log(e^a + e^b) by the chain rule, then write the result with out, the "
+        "value the primitive hands each rule: no exponential of a or b alone is needed.",
     ),
+    reveal="vjp rule for a: lambda g, out, a, b: ops.unbroadcast(g * ops.exp(a - out), a); the "
+    "jvp rule for a: lambda t, out, a, b: t * ops.exp(a - out).",
 )
 
 

@@ -109,12 +109,10 @@ SAFE_NORM = Exercise(
             ),
         ),
     ),
-    nudges=(
-        "The trouble is sqrt at 0, and it happens even when the branch is not used: make "
-        "its input harmless where x is 0.",
-        "s = (x * x).sum(); safe = where(s > 0, s, 1.0); out = where(s > 0, sqrt(safe), 0.0) "
+    nudges=("The trouble is sqrt at 0, and it happens even when the branch is not used: make "
+        "its input harmless where x is 0.",),
+    reveal="s = (x * x).sum(); safe = where(s > 0, s, 1.0); out = where(s > 0, sqrt(safe), 0.0) "
         "— with the three-line where of the chapter, or with a Python if on s.data.",
-    ),
 )
 
 
@@ -325,12 +323,10 @@ CHAIN = Exercise(
             lambda got, exp, case: got["peak_arrays"] is None,
         ),
     ),
-    nudges=(
-        "Plain backprop is right but keeps every step; checkpoint(f)(h) keeps only h and "
-        "runs f again in the backward pass.",
-        "k = round(sqrt(n)) segments; h = checkpoint(lambda h, m=m: run(h, m))(h) for each "
+    nudges=("Plain backprop is right but keeps every step; checkpoint(f)(h) keeps only h and "
+        "runs f again in the backward pass.",),
+    reveal="k = round(sqrt(n)) segments; h = checkpoint(lambda h, m=m: run(h, m))(h) for each "
         "segment but the last (bind m in the lambda!), then run the last, .sum().backward().",
-    ),
 )
 
 
@@ -444,10 +440,11 @@ CLIPPED = Exercise(
         ),
     ),
     nudges=(
-        "Per step: zero_grad, loss = ((model(Tensor(X)) - y) ** 2).mean(), backward, clip, step.",
-        "optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients in place "
-        "and returns their norm before clipping.",
+        "Per step, in this order: reset the gradients, the mean squared error, backward, "
+        "clip the gradients' total norm, then the optimizer's step.",
     ),
+    reveal="optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients in place "
+        "and returns their norm before clipping.",
 )
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..runners.ch08 import _batch_sum_run, _norms_run, _transpose_run
 from ..spec import Case, Exercise, Mistake, close
-from ._common import draw
+from ._common import draw, is_error
 
 __all__ = [
     "EXERCISES",
@@ -138,11 +138,9 @@ NORMS = Exercise(
             _norms_mistake("wrt x"),
         ),
     ),
-    nudges=(
-        "grad(loss) gives the gradient for one example (x, y): a vector shaped like theta.",
-        "vmap(grad(loss), in_axes=(None, 0, 0))(theta, X, Y) gives all N of them as the rows "
-        "of one array; np.linalg.norm(..., axis=1) gives the norms.",
-    ),
+    nudges=("grad(loss) gives the gradient for one example (x, y): a vector shaped like theta.",),
+    reveal="vmap(grad(loss), in_axes=(None, 0, 0))(theta, X, Y) gives all N of them as the rows "
+    "of one array; np.linalg.norm(..., axis=1) gives the norms.",
 )
 
 
@@ -178,7 +176,7 @@ def _batch_sum_reference(inputs):
     x = np.asarray(x, dtype=float)
     rows = [np.sum(np.take(x, i, axis=bdim), axis=axis) for i in range(x.shape[bdim])]
     out = np.stack(rows)
-    return {"shape": list(out.shape), "out_bdim": "ok", "values": out.tolist()}
+    return {"shape": list(out.shape), "out_bdim": "ok", "values": out.tolist(), "loop": False}
 
 
 def _example_axis(axis: int, x: np.ndarray) -> int:
@@ -253,6 +251,12 @@ BATCH_SUM = Exercise(
     reference=_batch_sum_reference,
     mistakes=(
         Mistake(
+            "Your rule loops over the examples (on a batch 8 times larger it ran more Python "
+            "lines): a batching rule does the whole batch in one numpy call, np.sum on the "
+            "right axis of x.",
+            lambda got, exp, case: got["loop"] is True,
+        ),
+        Mistake(
             "The example's axis was used as an axis of the batched array. When the batch "
             "axis sits at or before it, the example's axis `axis` is axis + 1 of x.",
             _rule_mistake(_no_shift, _no_shift_bdim_kept),
@@ -276,9 +280,9 @@ BATCH_SUM = Exercise(
     nudges=(
         "One way that always works: move the batch axis to the front "
         "(np.moveaxis(x, bdim, 0)); then the example's axis a is axis a + 1, and out_bdim is 0.",
-        "Check your rule against a loop: np.stack([np.sum(np.take(x, i, axis=bdim), axis) "
-        "for i in range(x.shape[bdim])]).",
     ),
+    reveal="Check your rule against a loop: np.stack([np.sum(np.take(x, i, axis=bdim), axis) "
+    "for i in range(x.shape[bdim])]).",
 )
 
 
@@ -518,6 +522,11 @@ def _transpose_mistake(fault: str):
     return detect
 
 
+def _shape_mismatch(message: str) -> bool:
+    """numpy's words for a matrix product of shapes that do not fit."""
+    return "matmul" in message or "not aligned" in message or "mismatch" in message
+
+
 def _missing_inputs(got, expected, case) -> bool:
     return isinstance(got, dict) and any(k not in got for k in expected)
 
@@ -548,7 +557,8 @@ TRANSPOSE = Exercise(
         ),
         Mistake(
             "The transpose of out = M @ a sends M.T @ ct to a, not M @ ct.",
-            _transpose_mistake("matvec"),
+            lambda got, exp, case: (is_error(got, "ValueError") and _shape_mismatch(got["message"]))
+            or _transpose_mistake("matvec")(got, exp, case),
         ),
         Mistake(
             "out = a - b sends +ct to a and -ct to b: the sign of b was lost.",
@@ -569,9 +579,9 @@ TRANSPOSE = Exercise(
         "Keep a dict of cotangents, starting with {output name: ct}. Walk the program from "
         "the last instruction to the first; each instruction sends its output's cotangent to "
         "its inputs through the transposed operation.",
-        "Transposes: scale by c -> scale by c; a + b -> ct to both; a - b -> ct and -ct; "
-        "-a -> -ct; M @ a -> M.T @ ct; a[start:stop] -> zeros with ct at start:stop.",
     ),
+    reveal="Transposes: scale by c -> scale by c; a + b -> ct to both; a - b -> ct and -ct; "
+    "-a -> -ct; M @ a -> M.T @ ct; a[start:stop] -> zeros with ct at start:stop.",
 )
 
 

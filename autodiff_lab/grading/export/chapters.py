@@ -84,6 +84,7 @@ def read_chapter(path: Path) -> Chapter:
         if ids:
             cells.append(Cell("solution", cell, list(dict.fromkeys(ids))))
         elif found := CHECK_CALL_RE.search(cell["source"]):
+            cell["source"] = assignment_check(cell["source"])
             cells.append(Cell("check", cell, [found.group(1)]))
         else:
             cells.append(Cell("code", cell))
@@ -91,6 +92,16 @@ def read_chapter(path: Path) -> Chapter:
     for exercise_id in chapter.exercise_ids:
         registry.get(exercise_id)  # a KeyError names the unknown exercise
     return chapter
+
+
+def assignment_check(source: str) -> str:
+    """A practice ``check("N.M", answer)`` cell as an exported assignment runs it:
+    ``check("N.M", answer, assignment=True)``, which switches solution sketches off for the
+    rest of the kernel's life (``reveal=True`` is refused from then on)."""
+    stripped = source.rstrip()
+    if not stripped.endswith(")") or "assignment=" in stripped:
+        return source
+    return stripped[:-1].rstrip().rstrip(",") + ", assignment=True)"
 
 
 def chapters(solutions_dir: Path, only: list[str] | None = None) -> list[Chapter]:

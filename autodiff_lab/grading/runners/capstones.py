@@ -254,7 +254,7 @@ def rules_run(answer, inputs):
     return as_array(grad)
 
 
-# --- 5.6: an MLP and its training loop on two moons ------------------------------------------
+# --- 5.6: an MLP and its training loop, graded on the training -----------------------------
 
 READY_MADE = ("autodiff_lab.nn", "autodiff_lab.optim", "autodiff_lab.training", "torch", "jax",
               "sklearn", "micrograd", "tinygrad", "keras", "tensorflow")  # fmt: skip
@@ -332,23 +332,47 @@ def _ready_made_name(module: str, banned_modules=READY_MADE) -> str | None:
     return None
 
 
-_trained: dict = {}  # (id(answer), seed) -> (answer, predict): train once per seed
+_trained: dict = {}  # (id(answer), training inputs) -> (answer, (losses, weights))
 
 
-def moons_run(answer, inputs):
-    """Train with ``answer(seed)`` (once per seed), then predict the grader's points."""
-    seed, points, _threshold = inputs
+def mlp_forward(weights, x):
+    """The grader's forward pass: ``x @ W + b`` per layer, tanh between layers."""
+    for k, (w, b) in enumerate(weights):
+        x = x @ w + b
+        if k < len(weights) - 1:
+            x = np.tanh(x)
+    return x
+
+
+def train_run(answer, inputs):
+    """``answer(weights, X, y, lr, steps)`` (once per training): its losses, its final
+    weights, or — the accuracy case — the labels the grader's forward pass gives the held-out
+    points with those weights."""
+    what, weights, X, y, lr, steps, *rest = inputs
     if isinstance(answer, type) or not callable(answer):
-        return {"error": "TypeError", "message": "train_moons must be a function"}
-    problem = provenance_problem(answer, "train_moons")
+        return {"error": "TypeError", "message": "train_mlp must be a function"}
+    problem = provenance_problem(answer, "train_mlp")
     used = problem or ready_made_parts(answer)
     if used:
-        return library_error(problem or f"train_moons uses {used}; build the model yourself")
-    key = (id(answer), int(seed))
+        return library_error(problem or f"train_mlp uses {used}; build the model yourself")
+    key = (id(answer), repr((weights, X.tobytes(), y.tobytes(), lr, steps)))
     if key not in _trained or _trained[key][0] is not answer:
-        _trained[key] = (answer, answer(int(seed)))
-    predict = _trained[key][1]
-    return as_array(predict(np.array(points, dtype=np.float64))).ravel()
+        start = [(np.array(w, dtype=np.float64), np.array(b, dtype=np.float64)) for w, b in weights]
+        _trained[key] = (answer, answer(start, np.array(X), np.array(y), float(lr), int(steps)))
+    result = _trained[key][1]
+    if not isinstance(result, (list, tuple)) or len(result) != 2:
+        return {"error": "TypeError", "message": "train_mlp must return (losses, weights)"}
+    losses, trained = result
+    if what == "losses":
+        return as_array([number(loss) for loss in losses])
+    try:
+        trained = [(as_array(w), as_array(b)) for w, b in trained]
+    except (TypeError, ValueError):
+        return {"error": "TypeError", "message": "weights must be a list of (W, b) pairs"}
+    if what == "weights":
+        return [a for pair in trained for a in pair]
+    logits = mlp_forward(trained, np.array(rest[0], dtype=np.float64))
+    return as_array(np.argmax(logits, axis=1))
 
 
 # --- 2.5: vjp and jacrev on top of a reverse pass ------------------------------------------
@@ -470,20 +494,25 @@ def formula(text: str, names: tuple[str, ...]):
 
 
 def bug_hunt_run(answer, inputs):
-    """``answer(table)`` on a table of primitives: the sorted names it reports as wrong.
+    """``answer(table)`` on each table of primitives: the sorted names it reports as wrong.
 
-    ``table[name] = (forward, vjp, xs)``: ``forward(x)`` acts entrywise on arrays,
-    ``vjp(x, g)`` is the rule under test, ``xs`` the points to check it at.
+    ``inputs`` holds one table or more (a case with two judges an answer on both: a table
+    with no bug only counts beside the same table with one). ``table[name] = (forward,
+    vjp, xs)``: ``forward(x)`` acts entrywise on arrays, ``vjp(x, g)`` is the rule under
+    test, ``xs`` the points to check it at. One table gives a list of names, several a
+    list of such lists.
     """
-    (rows,) = inputs
     problem = provenance_problem(answer, "find_wrong_rules")
     if problem:
         return library_error(problem)
-    table = {
-        name: (formula(fwd, ("x",)), formula(rule, ("x", "g")), np.array(xs, dtype=np.float64))
-        for name, fwd, rule, xs in rows
-    }
-    names = answer(table)
-    if isinstance(names, str) or not hasattr(names, "__iter__"):
-        return {"error": "TypeError", "message": "return the names of the wrong rules (a list)"}
-    return sorted(str(n) for n in names)
+    found = []
+    for rows in inputs:
+        table = {
+            name: (formula(fwd, ("x",)), formula(rule, ("x", "g")), np.array(xs, dtype=np.float64))
+            for name, fwd, rule, xs in rows
+        }
+        names = answer(table)
+        if isinstance(names, str) or not hasattr(names, "__iter__"):
+            return {"error": "TypeError", "message": "return the names of the wrong rules (a list)"}
+        found.append(sorted(str(n) for n in names))
+    return found[0] if len(found) == 1 else found

@@ -10,6 +10,7 @@ plain data. Nothing here knows the right result: references and mistakes live in
 from __future__ import annotations
 
 from ...value import Value
+from .capstones import LIBRARY_PACKAGES, library_error, provenance_problem, ready_made_parts
 from .common import error_result, number
 
 
@@ -49,6 +50,14 @@ def build_graph(spec):
 
 
 def _topo_run(answer, inputs):
+    """The labels in the order ``answer(root)`` gives; the package's own sort scores nothing."""
+    used = provenance_problem(answer, "topological_sort") or ready_made_parts(
+        answer, banned_modules=LIBRARY_PACKAGES
+    )
+    if used:
+        return library_error(
+            used if "topological_sort" in used else f"topological_sort uses {used}; write your own"
+        )
     root = build_graph(inputs[0])
     try:
         order = answer(root)

@@ -9,8 +9,10 @@ plain data. Nothing here knows the right result: references and mistakes live in
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...value import Value
-from .common import error_result, number
+from .common import number
 
 
 def _op_run(answer, inputs):
@@ -24,10 +26,13 @@ def _op_run(answer, inputs):
 
 
 def _sigmoid_run(answer, inputs):
+    """Like any op, but an overflow anywhere is an error, numpy's too: ``np.exp(800)`` only
+    warns and returns inf, and 1 / (1 + inf) = 0 would hide the unstable formula."""
     try:
-        return _op_run(answer, inputs)
-    except OverflowError as exc:
-        return error_result(exc)
+        with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
+            return _op_run(answer, inputs)
+    except (OverflowError, FloatingPointError) as exc:
+        return {"error": "OverflowError", "message": str(exc)[:200]}
 
 
 def local_grads(node) -> tuple[float, ...]:

@@ -10,6 +10,8 @@ plain data. Nothing here knows the right result: references and mistakes live in
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ... import ops
@@ -50,20 +52,56 @@ def _norms_run(answer, inputs):
     return as_array(norms).tolist()
 
 
+def lines_run(fn, *args):
+    """``(fn(*args), the number of Python lines executed meanwhile)``, by ``sys.settrace``.
+
+    Lines, not calls: a loop body of slot operations (``acc += x[i]``) calls no function,
+    but each pass runs its lines. The tracer that was set before (a debugger, coverage) is
+    put back afterwards.
+    """
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = fn(*args)
+    finally:
+        sys.settrace(previous)
+    return result, count
+
+
+#: How many times the batch is repeated for the loop probe.
+LOOP_PROBE_COPIES = 8
+
+
 def _batch_sum_run(answer, inputs):
-    """The student's ``(out, out_bdim)``, with the batch axis moved to the front."""
+    """The student's ``(out, out_bdim)``, with the batch axis moved to the front, and whether
+    the rule loops over the examples: run again on the batch repeated 8 times, a rule without
+    a loop runs the same Python lines, one with a loop runs more."""
     x, bdim, axis = inputs
-    out, out_bdim = answer(np.array(x), bdim, axis)
+    (out, out_bdim), lines = lines_run(answer, np.array(x), bdim, axis)
+    bigger = np.concatenate([np.array(x)] * LOOP_PROBE_COPIES, axis=bdim)
+    _, more_lines = lines_run(answer, bigger, bdim, axis)
+    loops = more_lines > lines + 2
     out = as_array(out)
     if not isinstance(out_bdim, int | np.integer) or not -out.ndim <= out_bdim < out.ndim:
-        return {"shape": list(out.shape), "out_bdim": repr(out_bdim), "values": None}
+        return {"shape": list(out.shape), "out_bdim": repr(out_bdim), "values": None, "loop": loops}
     moved = np.moveaxis(out, int(out_bdim), 0)
-    return {"shape": list(moved.shape), "out_bdim": "ok", "values": moved.tolist()}
+    return {"shape": list(moved.shape), "out_bdim": "ok", "values": moved.tolist(), "loop": loops}
 
 
 def _transpose_run(answer, inputs):
     program, input_sizes, cotangent = inputs
-    got = answer(program, dict(input_sizes), np.array(cotangent))
+    try:
+        got = answer(program, dict(input_sizes), np.array(cotangent))
+    except ValueError as exc:  # a matrix product of mismatched shapes, most often
+        return {"error": "ValueError", "message": str(exc)[:200]}
     if not isinstance(got, dict):
         return {"not a dict": type(got).__name__}
     return {str(k): as_array(v).tolist() for k, v in got.items()}

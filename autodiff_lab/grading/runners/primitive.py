@@ -64,6 +64,50 @@ def _not_a_primitive(answer) -> dict | None:
     return None
 
 
+#: Ready-made functions that compute logaddexp whole: a forward calling one skips the task.
+READY_MADE_FORWARDS = ("logaddexp", "logaddexp2", "logsumexp", "softplus")
+
+
+def _borrowed_forward(answer) -> dict | None:
+    """An error record when the forward calls a ready-made logaddexp (np.logaddexp, …).
+
+    Looks at the names the forward's code uses, and those of the functions it holds in
+    closures (define_primitive wraps the student's forward in one) or calls from its
+    module (any depth, up to 50): ``np.logaddexp`` and ``from numpy import logaddexp``
+    both name it.
+    """
+    todo: list = [answer.primitive.forward]
+    seen: set[int] = set()
+    while todo and len(seen) < 50:
+        fn = todo.pop()
+        if id(fn) in seen or not isinstance(getattr(fn, "__code__", None), types.CodeType):
+            continue
+        seen.add(id(fn))
+        namespace = fn.__globals__
+        todo += [c.cell_contents for c in fn.__closure__ or () if _holds_function(c)]
+        codes = [fn.__code__]
+        while codes:
+            code = codes.pop()
+            codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            for name in code.co_names:
+                if name in READY_MADE_FORWARDS:
+                    return {
+                        "error": "ReadyMade",
+                        "message": f"the forward calls {name}: compute log(e^a + e^b) yourself",
+                    }
+                obj = namespace.get(name)
+                if isinstance(obj, types.FunctionType):
+                    todo.append(obj)
+    return None
+
+
+def _holds_function(cell) -> bool:
+    try:
+        return isinstance(cell.cell_contents, types.FunctionType)
+    except ValueError:  # an empty cell
+        return False
+
+
 def _run(answer, inputs):
     kind = inputs[0]
     if kind == "value":
@@ -113,7 +157,7 @@ def _run(answer, inputs):
 
 def primitive_run(answer, inputs):
     """Run one program on the student's op; plain data or an error record."""
-    problem = _not_a_primitive(answer)
+    problem = _not_a_primitive(answer) or _borrowed_forward(answer)
     if problem:
         return problem
     with np.errstate(all="ignore"):  # an overflowing forward shows as inf, not as warnings
