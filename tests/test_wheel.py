@@ -151,6 +151,14 @@ def test_start_copies_the_course_then_keeps_a_learners_edit(installed):
     assert "20 of 20 course files already up to date" in done.stdout
     assert "(nothing to copy)" in done.stdout and "wrote" not in done.stdout
 
+    mine = installed.course / "exercises" / "02_reverse_mode.ipynb"
+    mine.write_bytes(mine.read_bytes().replace(b"NotImplementedError", b"my attempt", 1))
+    edited = mine.read_bytes()
+    done = installed.run("autodiff-lab", "start", installed.course, "--no-lab")
+    assert mine.read_bytes() == edited and f"kept {mine}" in done.stdout, done.stdout
+    assert "19 of 20 course files already up to date" in done.stdout
+    mine.write_bytes(packaged_bytes(installed, "exercises/02_reverse_mode.ipynb"))  # undo
+
 
 def test_start_opens_jupyterlab_on_the_copy(installed):
     """``start`` with the course there starts JupyterLab rooted at the copy (no browser)."""
@@ -255,6 +263,11 @@ NotebookClient(nb, timeout=300, kernel_name="python3",
                resources={"metadata": {"path": str(path.parent)}}).execute()
 nbformat.write(nb, sys.argv[2])
 """
+
+
+def packaged_bytes(installed: Installed, name: str) -> bytes:
+    with zipfile.ZipFile(installed.wheel) as wheel:
+        return wheel.read(f"autodiff_lab/course_files/{name}")
 
 
 def _free_port() -> int:
