@@ -206,6 +206,24 @@ def test_a_thread_bomb_is_stopped_and_an_honest_neighbour_is_not_hurt(tmp_path):
     assert honest["run"].finished and cell_errors(honest["run"]) == {0: None, 1: None}
 
 
+def test_tasks_are_still_counted_when_the_sandboxs_proc_is_out_of_reach(tmp_path, monkeypatch):
+    """Should the sandbox's own /proc refuse the grader, every process of the machine in
+    the sandbox's PID namespace is counted instead."""
+    from autodiff_lab.grading import accounting
+
+    listdir = accounting.os.listdir
+
+    def refusing(path):
+        if str(path).endswith("/root/proc"):
+            raise PermissionError(13, "refused", str(path))
+        return listdir(path)
+
+    monkeypatch.setattr(accounting.os, "listdir", refusing)
+    forky = "import subprocess, time\nkids = [subprocess.Popen(['sleep', '20']) for _ in range(12)]"
+    run = run_cells(tmp_path, ["x = 1", forky + "\ntime.sleep(20)"], max_processes=8)
+    assert run.stopped_for == "processes" and run.phase == ("cell", 1), run
+
+
 # --- infrastructure failures: the grader's, never the student's --------------------------
 
 
