@@ -41,11 +41,13 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[lab,test]'
 	touch $@ $(VENV)/.lab-installed
 
-## make lab: set up and open the course in JupyterLab
+## make lab: set up and open the course in JupyterLab, in a working copy (my-course/, git-ignored;
+## `autodiff-lab start` copies the chapters and exercises there, keeping your edits), so using the
+## course never modifies the committed notebooks. To edit those (a maintainer): .venv/bin/jupyter lab
+COURSE_COPY ?= my-course
 lab: $(VENV)/.lab-installed
 	$(BIN)/python tools/lab_settings.py
-	$(BIN)/jupyter lab --ServerApp.root_dir=. $(ROOT_FLAG) --port=$(PORT) \
-		--IdentityProvider.token='$(TOKEN)' notebooks/00_start_here.ipynb
+	$(BIN)/autodiff-lab start $(COURSE_COPY) --port=$(PORT) --token='$(TOKEN)'
 
 ## make test: set up and run every test (unit, vs PyTorch, notebooks, grading, browser)
 test: $(VENV)/.test-installed
