@@ -236,8 +236,12 @@ def _widget(rows: list[ChapterRow]):
             reset_progress()
             self.refresh()
 
+        _ipython_display_ = None  # ipywidgets 7.8 (the lab pin): use _repr_mimebundle_
+
         def _repr_mimebundle_(self, **kwargs):
-            data = super()._repr_mimebundle_(**kwargs)
+            from .viz.render import widget_view_bundle
+
+            data = widget_view_bundle(self)
             data["text/plain"] = to_text(self.rows)
             data["text/html"] = to_html(self.rows)
             return data

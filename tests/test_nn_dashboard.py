@@ -15,7 +15,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def trained():
     dash = TrainingDashboard(seed=0, grid=40)
-    before = bytes(dash.image.value)
+    before = dash.image.png
     dash.run(60)
     return dash, before
 
@@ -32,7 +32,7 @@ def test_run_grows_history_and_lowers_loss(trained):
 
 def test_picture_changes_and_fallback_shows_it(trained):
     dash, before = trained
-    after = bytes(dash.image.value)
+    after = dash.image.png
     assert after.startswith(PNG_MAGIC) and before.startswith(PNG_MAGIC) and after != before
     bundle = dash._repr_mimebundle_()
     assert bundle["image/png"] == after

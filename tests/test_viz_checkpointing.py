@@ -95,7 +95,7 @@ def test_the_drawn_state_follows_the_slider(explorer):
     explorer.slider.value = 16
     assert explorer.title.endswith("in 16 segments: 17 values kept, 15 steps recomputed")
     assert describe(16, 1)[0].endswith("in 1 segment: 17 values kept, 0 steps recomputed")
-    assert explorer.image.value[:8] == PNG_MAGIC
+    assert explorer.image.png[:8] == PNG_MAGIC
 
 
 def test_counts_are_exact(explorer):

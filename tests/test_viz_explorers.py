@@ -30,7 +30,7 @@ def test_exact_derivative_is_autodiff_and_matches_the_closed_form():
     explorer = FiniteDifferenceExplorer(f, x=1.0)
     assert explorer.exact_derivative == pytest.approx(dfdx(1.0), rel=1e-15)
     assert f"{dfdx(1.0):.12g}" in explorer.caption.value
-    assert explorer.image.value[:8] == PNG_MAGIC
+    assert explorer.image.png[:8] == PNG_MAGIC
 
 
 def test_error_curves_show_truncation_then_round_off():
@@ -51,17 +51,17 @@ def test_error_curves_show_truncation_then_round_off():
 
 def test_slider_moves_x():
     explorer = FiniteDifferenceExplorer(f, x=1.0, x_range=(-1.0, 2.0))
-    before = explorer.image.value
+    before = explorer.image.png
     explorer.slider.value = -0.5
     assert explorer.x == -0.5
     assert explorer.exact_derivative == pytest.approx(dfdx(-0.5), rel=1e-15)
-    assert "x = -0.500" in explorer.caption.value and explorer.image.value != before
+    assert "x = -0.500" in explorer.caption.value and explorer.image.png != before
 
 
 def test_static_fallback_is_the_plot():
     explorer = FiniteDifferenceExplorer(f, x=0.3)
     bundle = explorer._repr_mimebundle_()
-    assert bundle["image/png"] == explorer.image.value
+    assert bundle["image/png"] == explorer.image.png
     assert bundle["text/plain"].startswith("FiniteDifferenceExplorer at x = 0.300")
     assert "run this cell to make the controls live" in bundle["text/plain"]
 
@@ -88,7 +88,7 @@ def test_cost_explorer_agrees_on_derivatives_and_shows_the_asymmetry():
     assert growth(grad["forward"]) > 2 * growth(grad["reverse"])
     assert growth(jac["reverse"]) > 2 * growth(jac["forward"])
     assert grad["forward"][-1] > grad["reverse"][-1]  # reverse mode wins the gradient
-    assert explorer.image.value[:8] == PNG_MAGIC
+    assert explorer.image.png[:8] == PNG_MAGIC
     assert "At n = 32" in explorer.caption.value
 
 

@@ -18,13 +18,30 @@ import json
 import sys
 from pathlib import Path
 
-#: The plugin settings the course sets: no news prompt, no news, no update check.
+#: The plugin settings the course sets: no news prompt, no news, no update check; a
+#: slideshow that opens full-window at the first slide (see the module docstring).
 OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {
         "fetchNews": "false",
         "checkForUpdates": False,
-    }
-}
+    },
+    "jupyterlab-rise:plugin": {
+        # after Run All the selected cell is the last one: RISE's default ("selected")
+        # would open the lecture at its references
+        "start_slideshow_at": "beginning",
+        # a slide taller than the screen scrolls instead of being cut off
+        "scroll": True,
+    },
+    "@jupyterlab/shortcuts-extension:shortcuts": {
+        "shortcuts": [
+            # Alt+R opens the slideshow in its own browser tab, the whole window wide
+            # (RISE:slideshow), instead of RISE's half-width preview panel
+            {"command": "RISE:preview", "keys": ["Alt R"], "selector": ".jp-Notebook:focus",
+             "disabled": True},
+            {"command": "RISE:slideshow", "keys": ["Alt R"], "selector": ".jp-Notebook:focus"},
+        ]
+    },
+}  # fmt: skip
 FILE_NAME = "autodiff-lab.json"
 
 

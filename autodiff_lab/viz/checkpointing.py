@@ -46,8 +46,8 @@ import numpy as np
 from ..extend import checkpoint
 from ..ops import tanh
 from ..tensor import Tensor
-from .explorers import AltImage, figure_png
-from .render import render_svg, static_fallback, svg_img_tag
+from .explorers import Picture, figure_png
+from .render import render_svg, static_fallback, svg_img_tag, widget_view_bundle
 
 #: Okabe–Ito colours: kept values (blue), recomputed steps (vermillion/orange).
 KEPT_FILL, KEPT_LINE = "#cfe3f3", "#0072B2"
@@ -229,7 +229,7 @@ class CheckpointExplorer(widgets.VBox):
         )
         self.drawing = widgets.HTML()
         self.caption = widgets.HTML()
-        self.image = AltImage(format="png", layout=widgets.Layout(max_width="100%"))
+        self.image = Picture(layout=widgets.Layout(max_width="100%"))
         self.slider.observe(lambda change: self.update(), names="value")
         super().__init__([self.slider, self.drawing, self.caption, self.image])
         self.update()
@@ -279,13 +279,14 @@ class CheckpointExplorer(widgets.VBox):
             f"in <b>{now['seconds'] * 1e3:.1f} ms</b> "
             f"({now['seconds'] / base['seconds']:.2f}× plain backprop's).</div>"
         )
-        self.image.value = figure_png(
+        png = figure_png(
             self._draw,
             size=(8.5, 3.2),
             margins={"left": 0.09, "right": 0.98, "bottom": 0.16, "top": 0.88, "wspace": 0.3},
         )
         ks = sorted(self.results)
-        self.image.tooltip = (  # the plot's text alternative (the <img>'s title)
+        self.image.show(
+            png,
             "Two plots against the number of segments k ("
             + ", ".join(map(str, ks))
             + "): peak memory and the time of one gradient, both measured on this machine; "
@@ -314,9 +315,11 @@ class CheckpointExplorer(widgets.VBox):
     def _summary(self) -> str:
         return f"CheckpointExplorer: {self.title}"
 
+    _ipython_display_ = None  # ipywidgets 7.8: display through _repr_mimebundle_ (fallback)
+
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the drawing (no measurements) for viewers without a kernel."""
-        bundle = super()._repr_mimebundle_(**kwargs)
+        bundle = widget_view_bundle(self)
         picture = svg_img_tag(self.svg, self.title + ". " + self.description)
         return static_fallback(bundle, self._summary(), picture)
 

@@ -27,7 +27,7 @@ Headless use (tests, scripts)::
     dash = TrainingDashboard(seed=0)
     dash.run(100)               # 100 steps, synchronously
     dash.history["loss"][-1]    # what the curves show
-    dash.image.value            # the current picture (PNG bytes)
+    dash.image.png              # the current picture (PNG bytes)
 
 The picture is a PNG inside ``widgets.Image`` (no ``widgets.Output``), and it is also in
 the cell's output as a static image, so the dashboard still shows something on GitHub, in
@@ -47,8 +47,8 @@ from .. import data as _data
 from .. import nn, optim
 from ..graph import no_grad
 from ..tensor import Tensor, cross_entropy
-from .explorers import AltImage
-from .render import png_img_tag, static_fallback
+from .explorers import Picture
+from .render import png_img_tag, static_fallback, widget_view_bundle
 
 #: Okabe–Ito colours (safe for the common colour-vision deficiencies), one per class.
 CLASS_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
@@ -155,7 +155,7 @@ class TrainingDashboard(widgets.VBox):
         )
         self.status = widgets.HTML()
         # the picture shrinks with the panel (never wider than it), keeping its proportions
-        self.image = AltImage(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        self.image = Picture(layout=widgets.Layout(max_width="100%", height="auto"))
 
         self.start_button.on_click(lambda _: self.start())
         self.stop_button.on_click(lambda _: self.stop())
@@ -411,7 +411,7 @@ class TrainingDashboard(widgets.VBox):
         picture = Image.frombuffer("RGBA", (width, height), self._canvas.buffer_rgba())
         buffer = io.BytesIO()
         picture.convert("RGB").save(buffer, format="png", compress_level=1)
-        self.image.value = buffer.getvalue()
+        self._png = buffer.getvalue()
         self._describe_start()
 
     def _summary(self) -> str:
@@ -437,7 +437,7 @@ class TrainingDashboard(widgets.VBox):
     def _describe_start(self):
         self.start_button.tooltip = self.start_hint()
         self.status.value = self._status_html()
-        self.image.tooltip = self.alt_text()  # the picture's text alternative (img title)
+        self.image.show(self._png, self.alt_text())
 
     def alt_text(self) -> str:
         """The picture in words: its three panels and the current numbers."""
@@ -455,10 +455,12 @@ class TrainingDashboard(widgets.VBox):
             f"<br><span>{self.start_hint()} (Reset: back to untrained).</span>"
         )
 
+    _ipython_display_ = None  # ipywidgets 7.8: display through _repr_mimebundle_ (fallback)
+
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the current picture for viewers without a kernel."""
-        bundle = super()._repr_mimebundle_(**kwargs)
-        png = bytes(self.image.value)
+        bundle = widget_view_bundle(self)
+        png = self.image.png
         bundle["image/png"] = png
         return static_fallback(bundle, self._summary(), png_img_tag(png, self._summary()))
 

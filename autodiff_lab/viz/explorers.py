@@ -21,13 +21,12 @@ from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 import numpy as np
-from traitlets import Unicode
 
 from .. import ops
 from ..dual import Dual
 from ..graph import backpropagate
 from ..value import Value
-from .render import png_img_tag, static_fallback
+from .render import png_img_tag, static_fallback, widget_view_bundle
 
 #: Line colours (Okabe–Ito): forward mode / forward differences, reverse mode / central.
 COLOR_FORWARD = "#E69F00"
@@ -61,26 +60,39 @@ def figure_png(
     return buffer.getvalue()
 
 
-class AltImage(widgets.Image):
-    """A ``widgets.Image`` whose ``tooltip`` is its text alternative (the ``<img>``'s title).
+class Picture(widgets.HTML):
+    """A PNG picture with its text alternative: ``<img alt="…">`` inside an HTML widget.
 
-    ipywidgets 8.1 gives an Image no ``alt`` and its view reads ``model.description`` to
-    decide whether to show the tooltip as a title; an Image has no description, so setting a
-    tooltip on a plain Image breaks its view ("Could not create a view"). This subclass adds
-    an empty ``description`` to the synced state; the view then sets ``title`` from
-    ``tooltip``, which screen readers and axe's image-alt rule take as the image's name.
+    ipywidgets' ``Image`` cannot carry alt text the same way in the two versions the course
+    runs under (8.1 only shows a tooltip as the image's title; 7.8, which the live slideshow
+    needs, has no tooltip on an Image at all), so the picture is an ``<img>`` with a data
+    URI, which every version and the static fallback render alike. ``png`` holds the bytes,
+    ``alt`` the text; :meth:`show` sets both.
     """
 
-    description = Unicode("").tag(sync=True)
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.png = b""
+        self.alt = ""
+        # the class ipywidgets gives an Image: page styles and tests find the picture by it
+        self.add_class("widget-image")
+
+    def show(self, png: bytes, alt: str) -> None:
+        """Show ``png`` with the text alternative ``alt`` (one update of the view)."""
+        self.png, self.alt = bytes(png), alt
+        self.value = png_img_tag(self.png, alt, "max-width:100%;height:auto;display:block")
 
 
 class _PlotWidget(widgets.VBox):
     """A VBox whose picture is a PNG in ``self.image``; static fallback in the output."""
 
+    _ipython_display_ = None  # ipywidgets 7.8: display through _repr_mimebundle_ (fallback)
+    image: Picture
+
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the current plot as a PNG for viewers without a kernel."""
-        data = super()._repr_mimebundle_(**kwargs)
-        png = bytes(self.image.value)
+        data = widget_view_bundle(self)
+        png = self.image.png
         data["image/png"] = png
         return static_fallback(data, self._summary(), png_img_tag(png, self._summary()))
 
@@ -162,7 +174,7 @@ class FiniteDifferenceExplorer(_PlotWidget):
             readout_format=".3f",
             layout=widgets.Layout(width="420px"),
         )
-        self.image = AltImage(format="png")
+        self.image = Picture()
         self.caption = widgets.HTML()
         self.slider.observe(lambda change: self.update(), names="value")
         super().__init__([self.slider, self.caption, self.image])
@@ -193,7 +205,7 @@ class FiniteDifferenceExplorer(_PlotWidget):
         for name, err in self.current_errors.items():
             i = int(np.argmin(np.where(err > 0, err, np.inf))) if np.any(err > 0) else 0
             self.best[name] = (float(self.hs[i]), float(err[i]))
-        self.image.value = figure_png(
+        png = figure_png(
             self._draw,
             size=(9.5, 4.2),
             large=self.large,
@@ -207,7 +219,7 @@ class FiniteDifferenceExplorer(_PlotWidget):
             f"error {ef:.1e} at h = {hf:.0e}; best central difference: error {ec:.1e} at "
             f"h = {hc:.0e}. Smaller h is <i>not</i> better.</div>"
         )
-        self.image.tooltip = self.alt_text()  # the plot's text alternative (the img's title)
+        self.image.show(png, self.alt_text())
 
     def _draw(self, fig):
         ax = fig.add_subplot(1, 1, 1)
@@ -375,7 +387,7 @@ class CostExplorer(_PlotWidget):
         self.measure_button.on_click(lambda _: self.measure())
         self.slider.observe(lambda change: self.measure(), names="value")
         self.caption = widgets.HTML()
-        self.image = AltImage(format="png")
+        self.image = Picture()
         super().__init__(
             [widgets.HBox([self.slider, self.measure_button]), self.caption, self.image]
         )
@@ -411,7 +423,7 @@ class CostExplorer(_PlotWidget):
         #: {"gradient": {...}, "jacobian": {...}}: sizes and best times (s) for each mode,
         #: and the largest difference between the two modes' derivatives.
         self.results = {"gradient": grad, "jacobian": jac, "max_difference": worst}
-        self.image.value = figure_png(
+        png = figure_png(
             self._draw,
             size=(10, 4.2),
             large=self.large,
@@ -430,7 +442,7 @@ class CostExplorer(_PlotWidget):
             "~n), the one-pass curves like n; the constant per operation differs between "
             "the two engines.</div>"
         )
-        self.image.tooltip = self.alt_text()  # the plot's text alternative (the img's title)
+        self.image.show(png, self.alt_text())
 
     def _draw(self, fig):
         from matplotlib.ticker import NullLocator

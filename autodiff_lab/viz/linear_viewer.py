@@ -48,7 +48,7 @@ from .drawing import (
     summarize,
     with_text_alternative,
 )
-from .render import render_svg, static_fallback, svg_img_tag
+from .render import render_svg, static_fallback, svg_img_tag, widget_view_bundle
 
 DIRECTIONS = ("jvp", "vjp")
 _ARROW = {"jvp": OKABE_ITO["orange"], "vjp": OKABE_ITO["blue"]}
@@ -461,10 +461,12 @@ class LinearizeViewer(widgets.VBox):
             f"{self.table_html(direction)}</div>"
         )
 
+    _ipython_display_ = None  # ipywidgets 7.8: display through _repr_mimebundle_ (fallback)
+
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the current picture as static HTML for viewers without a
         kernel (GitHub, nbviewer, a notebook opened before running it)."""
-        data = super()._repr_mimebundle_(**kwargs)
+        data = widget_view_bundle(self)
         picture = self.panel_html(self.direction.value, inline=False)
         return static_fallback(data, self._summary(), picture)
 

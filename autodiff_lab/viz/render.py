@@ -184,6 +184,33 @@ def static_fallback(bundle: dict, summary: str, picture_html: str) -> dict:
     return bundle
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_view_bundle(widget) -> dict:
+    """ipywidgets' own display data for ``widget``: its ``text/plain`` and the widget view.
+
+    ipywidgets 8 returns it from ``Widget._repr_mimebundle_``. ipywidgets 7.8 (the version
+    the live slideshow needs: see the ``lab`` extra in pyproject.toml) displays a widget
+    through ``_ipython_display_`` instead and has no such method, so the same two entries
+    are built here. A widget with a static fallback sets ``_ipython_display_ = None`` (then
+    IPython asks its ``_repr_mimebundle_`` under both versions).
+    """
+    own = getattr(widget_base(), "_repr_mimebundle_", None)
+    if own is not None:
+        return own(widget)
+    text = repr(widget)
+    view = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    return {"text/plain": text if len(text) <= 110 else text[:110] + "…", WIDGET_VIEW: view}
+
+
+def widget_base():
+    """``ipywidgets.Widget`` (imported on first use: drawing graphs needs no ipywidgets)."""
+    import ipywidgets
+
+    return ipywidgets.Widget
+
+
 def png_img_tag(png: bytes, alt: str, style: str = "max-width:100%;height:auto") -> str:
     """An ``<img>`` holding the PNG bytes ``png`` as a data URI (see :func:`svg_img_tag`)."""
     data = base64.b64encode(png).decode("ascii")

@@ -45,7 +45,7 @@ from .drawing import (
     op_text,
     summarize,
 )
-from .render import render_svg, static_fallback, svg_img_tag
+from .render import render_svg, static_fallback, svg_img_tag, widget_view_bundle
 
 
 def name_nodes(order, limit: int = 28) -> dict:
@@ -288,10 +288,12 @@ class _Stepper(widgets.VBox):
             f"{self.explain(k)}<div>{picture}</div></div>"
         )
 
+    _ipython_display_ = None  # ipywidgets 7.8: display through _repr_mimebundle_ (fallback)
+
     def _repr_mimebundle_(self, **kwargs):
         """The live widget, plus the current frame as static HTML for viewers without a
         kernel (GitHub, nbviewer, a notebook opened before running it)."""
-        data = super()._repr_mimebundle_(**kwargs)
+        data = widget_view_bundle(self)
         picture = self.frame_html(self.slider.value, inline=False)
         return static_fallback(data, self._summary(), picture)
 
