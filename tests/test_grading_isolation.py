@@ -289,7 +289,7 @@ while time.monotonic() < end:  # swallow the alarm; a forged step just before ea
 def test_forged_phase_events_buy_no_time_beyond_the_notebooks_limit(tmp_path):
     """Events move the clock only forward through the notebook's own plan (2 cells, 1
     exercise), each step once; whatever is forged, the notebook is stopped by its limit
-    of (2 + 1) * (timeout + grace) of its own time, not after the 30 s it asked for."""
+    of (2 * 2 + 1) * (timeout + grace) of its own time, not after the 30 s it asked for."""
     exercise = {
         "id": "97.1",
         "answer": "dsin",
@@ -342,8 +342,8 @@ def test_malformed_events_are_dropped_and_counted_never_a_crash():
 
 def test_the_notebook_limit_follows_the_cell_timeout_and_the_plan():
     assert supervise.INTERRUPT_GRACE == 2.0
-    # (cells + exercises) * (timeout + 2 s), at most --notebook-timeout
-    assert notebook_time_limit(5.0, cells=6, exercises=3, cap=600.0) == 9 * 7.0
+    # (2 * cells + exercises) * (timeout + 2 s), at most --notebook-timeout
+    assert notebook_time_limit(5.0, cells=6, exercises=3, cap=600.0) == 15 * 7.0
     assert notebook_time_limit(60.0, cells=30, exercises=10, cap=600.0) == 600.0
     assert notebook_time_limit(3.0, cells=6, exercises=3, cap=6.0) == 6.0
 

@@ -238,17 +238,18 @@ class PhaseClock:
 def notebook_time_limit(timeout: float, cells: int, exercises: int, cap: float) -> float:
     """Seconds of the student's time one notebook may take in all, from its plan::
 
-        (cells + exercises) * (timeout + INTERRUPT_GRACE), at most cap
+        (2 * cells + exercises) * (timeout + INTERRUPT_GRACE), at most cap
 
     ``cells``: the code cells planned to run; ``exercises``: the exercises requested (each
     exercise's cases share one ``timeout``); ``cap``: the lecturer's
-    ``--notebook-timeout``. It is what a notebook whose every step ran to its limit could
-    use, so one that sleeps just under the limit in every cell, or forges events to
+    ``--notebook-timeout``. Every cell may run to its limit twice (a rerun after a stopped
+    step runs the cells again) and every exercise once (a stopped one is not retried);
+    a notebook that sleeps just under the limit in every cell, or forges events to
     restart the clock, is stopped there. The student's time: :func:`run_worker` leaves
     out each worker's start-up (up to "ready", at most :data:`STARTUP_TIMEOUT`), which
     is the grader's.
     """
-    steps = max(0, cells) + max(0, exercises)
+    steps = 2 * max(0, cells) + max(0, exercises)
     return min(cap, steps * (timeout + INTERRUPT_GRACE))
 
 
