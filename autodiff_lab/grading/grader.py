@@ -369,7 +369,7 @@ def _mb(n: int) -> str:
 def read_facts(notebook: Path) -> dict:
     """:func:`~autodiff_lab.grading.notebook_facts.file_facts` of a staged notebook,
     computed in a child process limited to :data:`READ_MEMORY_MB` and
-    :data:`READ_SECONDS` (CPU and wall clock): nothing a student wrote is parsed in the
+    :data:`READ_SECONDS` of CPU (twice that of wall clock): nothing a student wrote is parsed in the
     grader's own process, so no file can make it slow, big, or hold the GIL."""
     argv = [
         sys.executable, "-I", "-S", notebook_facts.__file__, str(notebook),
@@ -378,7 +378,7 @@ def read_facts(notebook: Path) -> dict:
     limits = f"{READ_MEMORY_MB:g} MB, {READ_SECONDS:g} s"
     try:
         done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=READ_SECONDS + 5
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=2 * READ_SECONDS
         )
     except subprocess.TimeoutExpired:
         return {"problem": f"could not read the notebook within the grader's limits ({limits})"}
