@@ -324,17 +324,16 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with code {returncode}"
 
 
+def _shown(char: str) -> str:
+    if char in "\n\t" or (char.isprintable() and char != "\x7f"):
+        return char
+    return f"\\x{ord(char):02x}" if ord(char) < 256 else f"\\u{ord(char):04x}"
+
+
 def _printable(text: str) -> str:
     """``text`` with control characters (but newline and tab) shown as ``\\x1b``-style
     escapes: the worker's output never reaches a terminal raw."""
-    return "".join(
-        c
-        if c in "\n\t" or (c.isprintable() and c != "\x7f")
-        else f"\\x{ord(c):02x}"
-        if ord(c) < 256
-        else f"\\u{ord(c):04x}"
-        for c in text
-    )
+    return "".join(_shown(char) for char in text)
 
 
 def _not_started(exc: OSError) -> WorkerRun:
@@ -376,8 +375,8 @@ def run_worker(
 
     ``deadline`` is a ``time.monotonic()`` instant: the notebook's total time runs out
     then, whatever the phase (see :func:`notebook_time_limit`), pushed back by this
-    worker's start-up (the grader's time, bounded by :data:`STARTUP_TIMEOUT`). ``stop`` set (Ctrl-C)
-    kills the worker at once. ``max_processes`` counts processes and threads;
+    worker's start-up (the grader's time, bounded by :data:`STARTUP_TIMEOUT`). ``stop``
+    set (Ctrl-C) kills the worker at once. ``max_processes`` counts processes and threads;
     ``memory_mb`` applies to the memory of :mod:`~autodiff_lab.grading.accounting`.
     A worker that could not run at all says so in ``infrastructure_failure``.
     """
@@ -402,13 +401,13 @@ def run_worker(
             cwd=scratch, env=env, start_new_session=True, close_fds=True, pass_fds=passed,
         )  # fmt: skip
     except OSError as exc:  # fork or exec failed (EAGAIN, ENOMEM, no such program)
-        for fd in (events_fd, output_fd):
-            os.close(fd)
+        os.close(events_fd)
+        os.close(output_fd)
         return _not_started(exc)
     finally:
-        for fd in (request_fd, seccomp_fd):  # read by now, or never
-            if fd is not None:
-                os.close(fd)
+        os.close(request_fd)  # read by now, or never
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
     events: list[dict] = []
     clock = PhaseClock(exercise_order, time.monotonic())
     finished = False
