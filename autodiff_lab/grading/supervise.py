@@ -56,6 +56,7 @@ MAX_LINE_BYTES = 17 * 2**20  # one event line: an answer is refused above 16 MB
 POLL_SECONDS = 0.02
 MAX_PROCESSES = 64  # tasks (processes and threads) one worker may have at once, in all
 TASK_LIMIT_MARGIN = 8  # the kernel's RLIMIT_NPROC (sandbox) sits this far above the watch's
+WATCH_NICENESS = -5  # a root grader's supervising threads (see _watch_first)
 OUTPUT_TAIL_BYTES = 1500
 WORKER_MODULE = "autodiff_lab.grading.worker"
 
@@ -357,6 +358,32 @@ def _startup_failure(stopped_for: str | None, exit_description: str, tail: str) 
     return f"the worker {why}" + (f": {last}" if last else "")
 
 
+def _watch_first() -> int | None:
+    """As root, give this (supervising) thread a higher CPU priority than the workers'.
+
+    A root grader's workers are exempt from ``RLIMIT_NPROC``, so only this thread's watch
+    stops a thread bomb: it must not wait behind the bomb for the CPU. Returns the
+    niceness to restore, or None when nothing was changed.
+    """
+    if not hasattr(os, "setpriority") or os.geteuid() != 0:
+        return None
+    thread = threading.get_native_id()
+    try:
+        before = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(before, WATCH_NICENESS))
+    except OSError:
+        return None
+    return before
+
+
+def _restore_priority(before: int | None) -> None:
+    if before is not None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), before)
+        except OSError:
+            pass
+
+
 def run_worker(
     request: dict,
     *,
@@ -408,6 +435,7 @@ def run_worker(
         os.close(request_fd)  # read by now, or never
         if seccomp_fd is not None:
             os.close(seccomp_fd)
+    priority = _watch_first()
     events: list[dict] = []
     clock = PhaseClock(exercise_order, time.monotonic())
     finished = False
@@ -451,6 +479,7 @@ def run_worker(
             time.sleep(POLL_SECONDS)
     finally:
         kill_everything(proc, token)
+        _restore_priority(priority)
     for event in reader.read_new():  # whatever arrived between the last read and the kill
         events.append(event)
         clock.advance(event, time.monotonic())
