@@ -397,3 +397,32 @@ def test_start_page_claim_map_points_where_the_claims_are():
     assert "core of PyTorch's autograd" not in text
     assert "Claim 5" in _markdown(NOTEBOOKS / "02_reverse_mode.ipynb")
     assert "transpos" in _markdown(NOTEBOOKS / "08_transformations.ipynb")
+
+
+def test_chapter_04_square_shapes_do_not_pick_the_product():
+    """Text: for square shapes G B, B^T G fit A's shape too; only G B^T is A's gradient."""
+    out = _text_outputs(CH04)
+    assert "square: W @ B^T  shape fits True, equals A.grad True" in out
+    assert "square: W @ B    shape fits True, equals A.grad False" in out
+    assert "square: B^T @ W  shape fits True, equals A.grad False" in out
+    rng = np.random.default_rng(4)  # the cell's draws, recomputed: is the verdict the rule's?
+    A0, B0, W = (rng.normal(size=(3, 3)) for _ in range(3))
+    assert not np.allclose(W @ B0, W @ B0.T) and not np.allclose(B0.T @ W, W @ B0.T)
+    assert "the only product of $G$ and $B$ with\nthat shape" not in _markdown(CH04)
+
+
+def test_chapter_04_gather_backward_is_a_scatter_add():
+    """L = 1 x0 + 2 x0 + 3 x2: dL/dx = [3, 0, 3] by hand, by PyTorch and by differences."""
+    out = _text_outputs(CH04)
+    assert "scatter-add: [3. 0. 3.]   naive grad[idx] += g: [2. 0. 3.]" in out
+    torch = pytest.importorskip("torch")
+    x = torch.tensor([10.0, 20.0, 30.0], dtype=torch.float64, requires_grad=True)
+    (x[[0, 0, 2]] * torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)).sum().backward()
+    assert x.grad.tolist() == [3.0, 0.0, 3.0]
+
+    def loss(v):
+        return float((v[[0, 0, 2]] * np.array([1.0, 2.0, 3.0])).sum())
+
+    h, base = 1e-6, np.array([10.0, 20.0, 30.0])
+    central = [(loss(base + h * e) - loss(base - h * e)) / (2 * h) for e in np.eye(3)]
+    assert central == pytest.approx([3.0, 0.0, 3.0], abs=1e-6)
