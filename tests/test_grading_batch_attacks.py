@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
 
-from autodiff_lab.grading import grader
+from autodiff_lab.grading import batch, grader, isolation, reading
 from autodiff_lab.grading.gradebook import NOT_GRADED, Gradebook, report_name
 from autodiff_lab.grading.notebook_facts import code_facts
 from autodiff_lab.grading.sandbox import Sandbox
@@ -309,7 +309,7 @@ def test_a_reader_that_runs_past_its_limit_makes_the_notebook_unreadable(tmp_pat
     slow = tmp_path / "slow_reader.py"
     slow.write_text("import time\ntime.sleep(60)\n")
     monkeypatch.setattr(notebook_facts, "__file__", str(slow))
-    monkeypatch.setattr(grader, "READ_SECONDS", 0.5)
+    monkeypatch.setattr(reading, "READ_SECONDS", 0.5)
     notebook = tmp_path / "x.ipynb"
     _write_notebook_json(notebook, HONEST)
     assert grader.read_facts(notebook) == {
@@ -363,7 +363,7 @@ def _infrastructure_batch(tmp_path, monkeypatch, failures: int):
     subs = tmp_path / "subs"
     for name in ("ann", "bob"):
         write_notebook(subs / name / "97_work.ipynb", HONEST)
-    real, failed = grader.run_worker, []
+    real, failed = isolation.run_worker, []
 
     def flaky(request, **kwargs):
         if kwargs["scratch"].name.split("-")[0] == bob_folder[0] and len(failed) < failures:
@@ -375,16 +375,16 @@ def _infrastructure_batch(tmp_path, monkeypatch, failures: int):
         return real(request, **kwargs)
 
     bob_folder: list[str] = []
-    real_stage = grader.stage
+    real_stage = batch.stage
 
     def stage(submissions, root):
         staged = real_stage(submissions, root)
         bob_folder.extend(s.folder.name for s in staged if s.submission.student == "bob")
         return staged
 
-    monkeypatch.setattr(grader, "stage", stage)
-    monkeypatch.setattr(grader, "run_worker", flaky)
-    monkeypatch.setattr(grader, "INFRASTRUCTURE_PAUSE", 0.0)
+    monkeypatch.setattr(batch, "stage", stage)  # each where the stage that calls it looks
+    monkeypatch.setattr(isolation, "run_worker", flaky)
+    monkeypatch.setattr(isolation, "INFRASTRUCTURE_PAUSE", 0.0)
     settings = grader.Settings(sandbox=Sandbox("none", reason="test"), timeout=10)
     book = Gradebook(tmp_path / "book.sqlite")
     summary = grader.grade_batch(

@@ -405,7 +405,7 @@ for k in range(200):
 @pytest.fixture(scope="module")
 def red_batch(tmp_path_factory):
     """One batch (-j 2, no sandbox, tiny caps) of the red team's second round."""
-    from autodiff_lab.grading import grader
+    from autodiff_lab.grading import reading, results
 
     load_test_exercises()
     root = tmp_path_factory.mktemp("redteam")
@@ -444,9 +444,9 @@ def red_batch(tmp_path_factory):
     names = [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv")]
     paths = {k: root / v for k, v in [*names, ("report", "reports")]}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grader, "MAX_NOTEBOOK_BYTES", 50_000)
-        mp.setattr(grader, "MAX_NOTEBOOKS_PER_STUDENT", 2)
-        mp.setattr(grader, "MAX_NOTES", 5)
+        mp.setattr(reading, "MAX_NOTEBOOK_BYTES", 50_000)  # the stage that applies each cap
+        mp.setattr(reading, "MAX_NOTEBOOKS_PER_STUDENT", 2)
+        mp.setattr(results, "MAX_NOTES", 5)
         buffer = io.StringIO()
         start = time.monotonic()
         with contextlib.redirect_stdout(buffer):
@@ -624,7 +624,7 @@ def test_ctrl_c_does_not_wait_for_a_stuck_notebook_and_keeps_its_mark(tmp_path, 
     """Red team #4: Ctrl-C while a grading thread is stuck returns at once; the stuck
     notebook stays marked (as graded beside others), so the next run grades it first,
     alone."""
-    from autodiff_lab.grading import grader
+    from autodiff_lab.grading import batch, grader
     from autodiff_lab.grading.sandbox import Sandbox
 
     load_test_exercises()
@@ -642,7 +642,7 @@ def test_ctrl_c_does_not_wait_for_a_stuck_notebook_and_keeps_its_mark(tmp_path, 
     def interrupt(result):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(grader, "grade_staged", grade_staged)
+    monkeypatch.setattr(batch, "grade_staged", grade_staged)  # the scheduler's own name
     settings = grader.Settings(sandbox=Sandbox("none", reason="test"), timeout=10)
     submissions = grader.collect_submissions([subs])
     start = time.monotonic()

@@ -36,11 +36,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .results import NOT_GRADED
 from .safetext import printable, storable_path
 from .scoring import STATUSES
 
 if TYPE_CHECKING:
-    from .grader import SubmissionResult
+    from .results import SubmissionResult
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS submissions (
@@ -80,10 +81,6 @@ CREATE TABLE IF NOT EXISTS results (
     PRIMARY KEY (submission, exercise)
 );
 """
-
-#: A submission the grader could not grade (its worker could not start: the machine, not the
-#: notebook); recorded so every export lists the student, and never skipped by a rerun.
-NOT_GRADED = "not graded"
 
 CSV_COLUMNS = [
     "student", "exercise", "title", "points", "max_points", "status", "feedback", "notebook",

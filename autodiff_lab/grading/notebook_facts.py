@@ -28,6 +28,7 @@ import re
 import sys
 import warnings
 
+CHAPTER_FILE_RE = re.compile(r"^(\d+)_")  # a course notebook's file name: 03_backprop.ipynb
 CHECK_CALL_RE = re.compile(r"""\bcheck\([ \t\r\n]*["'](\d+\.\d+)["']""")
 EXERCISE_COMMENT_RE = re.compile(r"#[ \t]*Exercise[ \t]+(\d+\.\d+)\b")
 STUB_RE = re.compile(r"NotImplementedError\([ \t\r\n]*[\"']Exercise (\d+\.\d+):")
