@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from notebook_helpers import cell_source as _source
 from notebook_helpers import printed_text
 
 from autodiff_lab import Tensor, data, nn, optim
@@ -286,3 +287,43 @@ def test_the_dot_node_makes_a_scalar_training_step_several_times_faster():
     by_hand = fastest_step(lambda row: mlp_by_hand(model, row))
     with_dot = fastest_step(model)
     assert by_hand > 2 * with_dot, (by_hand, with_dot)
+
+
+# --- issue 25: sentences of chapter 05 with their evidence ------------------------------------
+
+
+def test_micrograd_demo_runs_a_fixed_100_steps_we_stop_early(cells):
+    """micrograd's demo.ipynb: make_moons(n_samples=100), `for k in range(100)`, learning rate
+    1.0 - 0.9*k/100 (karpathy/micrograd); the chapter's loop stops at 100 % accuracy."""
+    text = "\n".join(_source(c) for c in cells if c["cell_type"] == "markdown")
+    assert "runs a fixed 100 steps on its 100 points" in text
+    assert "stops when every point is right" not in text
+    loop = next(c for c in cells if _source(c).startswith("def train_scalar("))
+    assert "lr = 1.0 - 0.9 * k / 100" in _source(loop) and "break" in _source(loop)
+
+
+def test_standardisation_is_described_as_the_code_does_it(cells):
+    from sklearn.datasets import load_digits
+
+    text = "\n".join(_source(c) for c in cells if c["cell_type"] == "markdown")
+    assert "unit variance" not in text and "**plus 0.1**" in text
+    assert any("X_train.std(axis=0) + 0.1" in _source(c) for c in cells)
+    stds = load_digits().data.std(axis=0)
+    assert (stds < 0.1).sum() >= 3, "edge pixels blank in almost every image"
+
+
+def test_momentum_steps_grow_towards_ten_plain_steps(cells):
+    """Closed form on L(w) = w: plain SGD moves 50 lr; with momentum 0.9 the k-th step is
+    lr (1 - 0.9^k) / 0.1, so 50 steps move lr * sum_k (1 - 0.9^k) / 0.1."""
+    out = next(
+        "".join(o["text"])
+        for c in cells
+        if _source(c).startswith("def run_sgd(")
+        for o in c["outputs"]
+        if o["output_type"] == "stream"
+    )
+    lr = 0.01
+    moved = lr * sum((1 - 0.9**k) / 0.1 for k in range(1, 51))
+    last = lr * (1 - 0.9**50) / 0.1
+    assert f"momentum 0.0: moved {50 * lr:.4f}, last step {lr:.4f} = 1.00 x lr" in out
+    assert f"momentum 0.9: moved {moved:.4f}, last step {last:.4f} = {last / lr:.2f} x lr" in out
