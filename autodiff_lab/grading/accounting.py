@@ -33,7 +33,8 @@ looks is not seen: tasks are counted every :data:`TASK_CHECK_SECONDS`, memory ev
 :data:`MEMORY_CHECK_SECONDS`. Two hard limits stand behind it, per process: the worker's
 ``RLIMIT_DATA`` (writable private memory, so one large allocation fails with MemoryError)
 and, in the sandbox with a grader that is not root, ``RLIMIT_NPROC`` (the kernel counts
-tasks per user namespace, so that is per worker; root is exempt from it).
+tasks per user namespace, so that is per worker; root is exempt from it, so a root
+grader's watching thread runs at a higher CPU priority than its workers instead).
 """
 
 from __future__ import annotations
