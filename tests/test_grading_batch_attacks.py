@@ -418,3 +418,30 @@ def test_an_infrastructure_failure_is_not_the_students_result_and_a_rerun_regrad
         )
         assert [s.student for s in again.skipped] == ["ann"]
         assert [(r.submission.student, r.score) for r in again.graded] == [("bob", 16)]
+
+
+def test_the_assigned_chapters_fix_the_summarys_maximum_in_a_class_of_two(tmp_path):
+    """Two students, one claiming exercise 8.3: half the class is one student, so the
+    default counts chapter 8; ``--chapters 97`` counts what was assigned, from the course's
+    own definitions (chapter 97: 6 + 6 + 4, whichever exercises a notebook answered)."""
+    from autodiff_lab.grading.scoring import ExerciseResult
+
+    load_test_exercises()
+    with Gradebook(tmp_path / "b.sqlite") as book:
+        for student, answered in (("ann", ["97.1"]), ("bob", ["97.1", "8.3"])):
+            sub = grader.Submission(tmp_path / student / "97_x.ipynb", student)
+            # 97.1's maximum as the grader records it; 97.2 and 97.3 from their definitions
+            exercises = [ExerciseResult(i, "t", "passed", 6.0, 6.0) for i in answered]
+            book.record(grader.SubmissionResult(sub, exercises, "abc", 1, "2026-01-01", 0.1))
+        book.export_summary(tmp_path / "default.csv")
+        book.export_summary(tmp_path / "assigned.csv", chapters=[97])
+    for name, maximum in (("default.csv", None), ("assigned.csv", "16")):
+        with open(tmp_path / name, newline="") as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+        if maximum is None:  # chapter 8 counted: more than chapter 97's 16
+            assert (
+                rows["ann"]["maximum"] == rows["bob"]["maximum"]
+                and float(rows["ann"]["maximum"]) > 16
+            )
+        else:
+            assert rows["ann"]["maximum"] == rows["bob"]["maximum"] == maximum
