@@ -199,10 +199,12 @@ def main(argv: list[str]) -> int:
     address space and CPU time, then print :func:`file_facts` of FILE as JSON."""
     import resource
 
-    memory, seconds = int(float(argv[3]) * 2**20), int(float(argv[4]))
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    memory, seconds = int(float(argv[3]) * 2**20), max(1, round(float(argv[4])))
+    for limit, value in (("RLIMIT_AS", memory), ("RLIMIT_CPU", seconds), ("RLIMIT_CORE", 0)):
+        try:  # where the system offers it (macOS refuses some); the wall clock stays
+            resource.setrlimit(getattr(resource, limit), (value, value))
+        except (AttributeError, ValueError, OSError):
+            pass
     with open(argv[1], "rb") as f:
         data = f.read()
     facts = file_facts(data, int(argv[2]))
