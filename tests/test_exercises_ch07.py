@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from notebook_helpers import assert_solutions_score_full_marks
 
-from autodiff_lab import Tensor, checkpoint, custom_vjp, exp, log, ops, optim, sqrt
+from autodiff_lab import Tensor, checkpoint, custom_jvp, custom_vjp, exp, log, ops, optim, sqrt
 from autodiff_lab.grading import check
 from autodiff_lab.grading.exercises import ch07
 
@@ -32,11 +32,38 @@ def safe_norm(x):
     return where(s.data > 0, sqrt(safe), 0.0)
 
 
-def make_logsumexp(*, stable_forward=True, rule="stable", use_g=True):
-    @custom_vjp
+def make_logsumexp(*, stable_forward=True, rule="stable"):
+    """7.2's answer (a custom_jvp) with one slip switched on: the forward, or the rule
+    ("naive" softmax, "vector" tangent not summed, "no t" ignores the tangent, "unnormalised")."""
+
+    @custom_jvp
     def logsumexp(x):
         if not stable_forward:
             return log(exp(x).sum())
+        m = ops.max(x)
+        return m + log(exp(x - m).sum())
+
+    def jvp_rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        out = logsumexp(x)
+        softmax = exp(x - out) if rule != "naive" else exp(x) / exp(x).sum()
+        if rule == "vector":
+            return out, softmax * t
+        if rule == "no t":
+            return out, softmax.sum()
+        if rule == "unnormalised":
+            return out, (exp(x - ops.max(x)) * t).sum()
+        return out, (softmax * t).sum()
+
+    logsumexp.defjvp(jvp_rule)
+    return logsumexp
+
+
+def chapter_logsumexp_vjp():
+    """The chapter's cell: logsumexp with its *vjp* rule (what 7.2 asked before)."""
+
+    @custom_vjp
+    def logsumexp(x):
         m = ops.max(x)
         return m + log(exp(x - m).sum())
 
@@ -44,12 +71,7 @@ def make_logsumexp(*, stable_forward=True, rule="stable", use_g=True):
         out = logsumexp(x)
         return out, (x, out)
 
-    def bwd(res, g):
-        x, out = res
-        softmax = exp(x - out) if rule == "stable" else exp(x) / exp(x).sum()
-        return ((g if use_g else 1.0) * softmax,)
-
-    logsumexp.defvjp(fwd, bwd)
+    logsumexp.defvjp(fwd, lambda res, g: (g * exp(res[0] - res[1]),))
     return logsumexp
 
 
@@ -136,9 +158,12 @@ WRONG = [
     ("7.1", norm_epsilon, "An epsilon under the square root"),
     ("7.1", norm_numpy, "No gradient reached x"),
     ("7.2", make_logsumexp(stable_forward=False), "The value overflows"),
-    ("7.2", make_logsumexp(rule="naive"), "the gradient has NaN or inf"),
-    ("7.2", make_logsumexp(use_g=False), "ignored the incoming gradient"),
-    ("7.2", lse_composed, "records every operation"),
+    ("7.2", make_logsumexp(rule="naive"), "the tangent has NaN or inf"),
+    ("7.2", make_logsumexp(rule="vector"), "not the vector"),
+    ("7.2", make_logsumexp(rule="no t"), "ignores the tangent"),
+    ("7.2", make_logsumexp(rule="unnormalised"), "misses the normalisation"),
+    ("7.2", chapter_logsumexp_vjp(), "must be a @custom_jvp"),
+    ("7.2", lse_composed, "must be a @custom_jvp"),
     ("7.3", chain_plain, "over budget"),
     ("7.3", lambda step, x, n: chain_gradient(step, x, n, segments=min(n, 2)), "over budget"),
     ("7.4", lambda *a: clipped_step(*a, clip="none"), "No clipping took effect"),
@@ -222,13 +247,23 @@ def test_norm_and_logsumexp_references_match_torch(torch):
     expected = ch07._norm_reference((x.tolist(),))
     np.testing.assert_allclose(expected["grad"], t.grad.numpy(), rtol=1e-12)
     assert expected["value"] == pytest.approx(float(np.linalg.norm(x)), rel=1e-14)
-    for values, scale in [([1000.0, 999.0, -1000.0], 2.0), ([0.5, -0.3, 1.7, 0.0], 1.5)]:
+    cases = [
+        ([1000.0, 999.0, -1000.0], 2.0, [0.5, -1.0, 3.0]),
+        ([0.5, -0.3, 1.7, 0.0], 1.5, [1, 2, 0, -1]),
+    ]
+    for values, scale, tangent in cases:
         t = torch.tensor(values, dtype=torch.float64, requires_grad=True)
         out = torch.logsumexp(t, 0)
         (scale * out).backward()
-        ref = ch07._lse_reference((values, scale))
+        ref = ch07._lse_reference((values, scale, tangent))
         assert ref["value"] == pytest.approx(out.item(), rel=1e-14)
         np.testing.assert_allclose(ref["grad"], t.grad.numpy(), rtol=1e-12, atol=1e-300)
+        _, pushed = torch.func.jvp(
+            lambda v: torch.logsumexp(v, 0),
+            (torch.tensor(values, dtype=torch.float64),),
+            (torch.tensor(tangent, dtype=torch.float64),),
+        )
+        assert ref["tangent"] == pytest.approx(pushed.item(), rel=1e-12)
 
 
 def test_chain_reference_matches_torch(torch):

@@ -1,7 +1,7 @@
 """Chapter 07 exercises: memory and control of gradients.
 
 7.1 a norm whose gradient is finite at 0 (the double-``where`` fix), 7.2 a stable
-``logsumexp`` as a custom vjp (graded on inputs where the naive rule overflows), 7.3 the
+``logsumexp`` as a custom jvp (graded on inputs where the naive rule overflows), 7.3 the
 gradient of a long chain under a memory budget (checkpointing; the student's process
 measures its peak memory with ``tracemalloc``), 7.4 a planted exploding training run, tamed
 by clipping the gradient norm.
@@ -25,7 +25,7 @@ import numpy as np
 
 from ..runners.ch07 import _chain_run, _clipped_run, _logsumexp_run, _safe_norm_run
 from ..spec import Case, Exercise, Mistake, close
-from ._common import draw, finite
+from ._common import draw, finite, is_error
 
 __all__ = ["EXERCISES", "MEMORY_BUDGET", "train_reference"]
 
@@ -116,7 +116,10 @@ SAFE_NORM = Exercise(
 )
 
 
-# --- 7.2 a stable logsumexp with a custom vjp -------------------------------------------------
+# --- 7.2 a stable logsumexp with a custom jvp -------------------------------------------------
+# The chapter writes logsumexp's *vjp* rule (custom_vjp); here the student writes its *jvp*
+# rule (custom_jvp): the tangent is a dot product, softmax(x) · t, and reverse mode is what
+# the package derives from it. The chapter's cell, pasted, is a custom_vjp and scores 0.
 
 
 def _lse_cases(rng):
@@ -124,16 +127,24 @@ def _lse_cases(rng):
     for _ in range(4):
         size = int(rng.integers(2, 6))
         x = [draw(rng, -5.0, 5.0) for _ in range(size)]
+        t = [draw(rng, -2.0, 2.0) for _ in range(size)]
         scale = draw(rng, 0.5, 3.0)
-        cases.append(Case(f"random: x = {x}, incoming gradient {scale}", (x, scale)))
+        cases.append(Case(f"random: x = {x}, tangent {t}, incoming gradient {scale}", (x, scale, t)))
     cases += [
-        Case("extreme: x = [1000, 999, -1000] (e^1000 overflows)", ([1000.0, 999.0, -1000.0], 2.0)),
         Case(
-            "extreme: x = [-1000, -1001, -1002] (e^-1000 is 0)", ([-1000.0, -1001.0, -1002.0], 1.5)
+            "extreme: x = [1000, 999, -1000] (e^1000 overflows)",
+            ([1000.0, 999.0, -1000.0], 2.0, [0.5, -1.0, 3.0]),
         ),
-        Case("extreme: x = [710, 0] (just past float64's e^709)", ([710.0, 0.0], 1.0)),
-        Case("edge: one entry, x = [800]", ([800.0], 3.0)),
-        Case("edge: four equal entries (log 4, gradient 1/4 each)", ([0.0, 0.0, 0.0, 0.0], 1.0)),
+        Case(
+            "extreme: x = [-1000, -1001, -1002] (e^-1000 is 0)",
+            ([-1000.0, -1001.0, -1002.0], 1.5, [1.0, 2.0, -1.0]),
+        ),
+        Case("extreme: x = [710, 0] (just past float64's e^709)", ([710.0, 0.0], 1.0, [2.0, 5.0])),
+        Case("edge: one entry, x = [800]", ([800.0], 3.0, [-1.5])),
+        Case(
+            "edge: four equal entries (log 4, tangent the mean of t)",
+            ([0.0, 0.0, 0.0, 0.0], 1.0, [1.0, 2.0, 3.0, -2.0]),
+        ),
     ]
     return cases
 
@@ -144,66 +155,76 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 
 
 def _lse_reference(inputs):
-    x, scale = np.array(inputs[0], dtype=np.float64), float(inputs[1])
+    x, scale, t = np.array(inputs[0], dtype=np.float64), float(inputs[1]), np.array(inputs[2])
     value = float(x.max() + np.log(np.sum(np.exp(x - x.max()))))
-    return {"value": value, "grad": (scale * _softmax(x)).tolist(), "nodes": 2}
+    p = _softmax(x)
+    return {"value": value, "tangent": float(p @ t), "grad": (scale * p).tolist(), "nodes": 2}
 
 
-def _grad_is(got, values) -> bool:
-    return got["grad"] is not None and close(got["grad"], list(values))
+def _tangent_is(got, case, make) -> bool:
+    x, _scale, t = (np.array(v, dtype=np.float64) for v in case.inputs)
+    wrong = make(x, t)
+    right = float(_softmax(x) @ t)
+    return close(got["tangent"], wrong) and not close(wrong, right)
 
 
 STABLE_LSE = Exercise(
     id="7.2",
-    title="A stable logsumexp with a custom vjp",
+    title="A stable logsumexp with a custom jvp",
     level="medium",
-    minutes=20,
-    task="logsumexp: a custom_vjp function of a 1-D array, log(sum(exp(x))) computed "
-    "without overflow, with defvjp(fwd, bwd) giving g * softmax(x) stably",
+    minutes=25,
+    task="logsumexp: a custom_jvp function of a 1-D array, log(sum(exp(x))) without "
+    "overflow, with defjvp(rule) giving its tangent along t, stably",
     answer="logsumexp",
     cases=_lse_cases,
     run=_logsumexp_run,
     reference=_lse_reference,
     mistakes=(
         Mistake(
+            "logsumexp must be a @custom_jvp function with its rule set by "
+            "logsumexp.defjvp(rule): this exercise is the forward-mode rule (the chapter "
+            "wrote the reverse-mode one, custom_vjp).",
+            lambda got, exp, case: is_error(got, "NotCustomJvp"),
+        ),
+        Mistake(
             "The value overflows (inf or nan) on large inputs: e^1000 is inf in float64. "
             "Subtract the largest entry first: m + log(sum(exp(x - m))).",
             lambda got, exp, case: not finite(got["value"]) and finite(exp["value"]),
         ),
         Mistake(
-            "The value is right but the gradient has NaN or inf: exp(x) / sum(exp(x)) "
-            "overflows to inf / inf. The softmax is exp(x - out) with out = logsumexp(x), "
-            "whose exponents are all <= 0 — keep x and out as residuals.",
-            lambda got, exp, case: (
-                finite(got["value"]) and got["grad"] is not None and not finite(got["grad"])
-            ),
+            "The value is right but the tangent has NaN or inf: exp(x) / sum(exp(x)) "
+            "overflows to inf / inf. Write the softmax as exp(x - out), out being the value "
+            "itself: every exponent is then <= 0.",
+            lambda got, exp, case: finite(got["value"]) and not finite(got["tangent"]),
         ),
         Mistake(
-            "bwd ignored the incoming gradient g: it returned the softmax itself. The "
-            "cotangent is g * softmax(x) (the checks use g != 1).",
+            "The tangent of a scalar function is a number: the weighted sum of the input's "
+            "tangent, sum(softmax(x) * t), not the vector softmax(x) * t.",
             lambda got, exp, case: (
-                case.inputs[1] != 1.0
-                and _grad_is(got, _softmax(np.array(case.inputs[0], dtype=np.float64)))
-            ),
+                is_error(got, "ValueError") and "returned a tangent of shape" in got["message"]
+            )
+            or _tangent_is(got, case, lambda x, t: (_softmax(x) * t).tolist()),
         ),
         Mistake(
-            "The numbers are right, but the graph records every operation of your function "
-            "(a custom vjp records ONE node): decorate logsumexp with @custom_vjp and give "
-            "its rule with logsumexp.defvjp(fwd, bwd).",
-            lambda got, exp, case: (
-                got["nodes"] > 2
-                and close(got["value"], exp["value"])
-                and got["grad"] is not None
-                and close(got["grad"], exp["grad"])
+            "The rule ignores the tangent t: it must push t through, softmax(x) · t (the "
+            "checks use t other than all ones).",
+            lambda got, exp, case: _tangent_is(got, case, lambda x, t: float(_softmax(x).sum())),
+        ),
+        Mistake(
+            "The tangent misses the normalisation: e^(x_i) / Σ_j e^(x_j) weighs t_i, not "
+            "e^(x_i - max) alone.",
+            lambda got, exp, case: _tangent_is(
+                got, case, lambda x, t: float(np.exp(x - x.max()) @ t)
             ),
         ),
     ),
     nudges=(
-        "fwd(x) returns (value, residuals); bwd(residuals, g) returns a tuple with one "
-        "cotangent per argument: (g * softmax,).",
-        "Write the forward with the max subtracted, and the softmax in bwd as exp(x - out), "
-        "where out is the value fwd returned (keep it in the residuals).",
+        "The rule receives primals = (x,) and tangents = (t,) and returns (out, tangent_out); "
+        "the derivative of logsumexp along t is a weighted sum of t.",
+        "The weights are the softmax, which can be written with out alone: exp(x - out).",
     ),
+    reveal="def rule(primals, tangents): (x,), (t,) = primals, tangents; out = logsumexp(x); "
+    "return out, (exp(x - out) * t).sum()",
 )
 
 

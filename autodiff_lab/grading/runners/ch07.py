@@ -34,6 +34,8 @@ import tracemalloc
 import numpy as np
 
 from ... import nn, ops, optim
+from ...extend import CustomFunction
+from ...functional import jvp
 from ...graph import topological_order
 from ...kinds import is_node
 from ...tensor import Tensor
@@ -69,16 +71,32 @@ def _safe_norm_run(answer, inputs):
 
 
 def _logsumexp_run(answer, inputs):
-    x, scale = inputs
-    t = Tensor(np.array(x, dtype=np.float64), requires_grad=True)
+    """7.2: the value, the tangent by forward mode (``jvp``: the student's rule), the
+    gradient by ``backward()`` (reverse mode, which the package derives from that rule) and
+    the recorded nodes. An answer that is not a ``custom_jvp`` with its rule is an error."""
+    x, scale, tangent = inputs
+    if not (isinstance(answer, CustomFunction) and answer.kind == "custom_jvp"):
+        answer(np.array(x, dtype=np.float64))  # a stub's NotImplementedError: not attempted
+        kind = answer.kind if isinstance(answer, CustomFunction) else type(answer).__name__
+        return {"error": "NotCustomJvp", "message": f"logsumexp is a {kind}, not a custom_jvp"}
+    if answer.jvp_rule is None:
+        return {"error": "NotCustomJvp", "message": "no rule yet: call logsumexp.defjvp(rule)"}
+    x = np.array(x, dtype=np.float64)
+    t = Tensor(x.copy(), requires_grad=True)
     with np.errstate(all="ignore"):
+        try:
+            _value, pushed = jvp(answer, (x,), (np.array(tangent, dtype=np.float64),))
+        except ValueError as exc:  # e.g. a tangent shaped like x for a scalar output
+            return {"error": "ValueError", "message": str(exc)[:200]}
         out = answer(t)
         t.grad = None  # the gradient graded is backward's, not one written by hand
         value = number(out)
         nodes = len(topological_order(out)) if is_node(out) else 0
         if is_node(out) and out.requires_grad:
             (scale * out).backward()  # the incoming gradient g = scale
-    return {"value": value, "grad": _grad_list(t), "nodes": nodes}
+    pushed = as_array(pushed)
+    tangent_out = float(pushed) if pushed.ndim == 0 else pushed.tolist()
+    return {"value": value, "tangent": tangent_out, "grad": _grad_list(t), "nodes": nodes}
 
 
 # --- 7.3 checkpointing under a memory budget --------------------------------------------------
