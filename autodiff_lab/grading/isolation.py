@@ -10,6 +10,7 @@ after :data:`INFRASTRUCTURE_ATTEMPTS`). What the workers report becomes a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -22,7 +23,7 @@ from .plaindata import from_plain, to_plain
 from .results import Plan, Progress, Settings, Submission
 from .scoring import CRASH, ERROR, NOT_IMPLEMENTED, NOT_RUN, TIMEOUT, VALUE, Outcome
 from .spec import Exercise
-from .supervise import WorkerRun, run_worker
+from .supervise import WorkerRun, notebook_time_limit, run_worker
 
 OUTPUT_LIMIT_MB = 64.0
 INFRASTRUCTURE_ATTEMPTS = 3  # tries at starting a worker before "not graded" (see below)
@@ -96,6 +97,9 @@ def run_isolated(
     """Run the notebook in workers until every exercise has answers or a reason why not."""
     progress = Progress({e.id: [None] * len(plan.cases[e.id]) for e in plan.exercises})
     remaining = [e.id for e in plan.exercises]
+    cells, exercises, cap = len(plan.cells), len(plan.exercises), settings.notebook_timeout
+    limit = notebook_time_limit(settings.timeout, cells, exercises, cap)
+    settings = dataclasses.replace(settings, notebook_timeout=limit)  # as the notes say it
     deadline = time.monotonic() + settings.notebook_timeout
     timeout = settings.timeout
     attempt = 0
