@@ -3,11 +3,14 @@
 Every chapter cell carries ``metadata.slideshow.slide_type`` (slide / subslide / fragment /
 ``-`` / skip / notes). Two ways to present:
 
-- **Live** (recommended): open the chapter in JupyterLab and press Alt+R (*View > Render as
-  Reveal Slideshow*, from ``jupyterlab-rise``: bundled reveal.js, widgets stay live, no
-  network).
+- **Live** (recommended): open the chapter in JupyterLab, run it, and press Alt+R: the
+  course's lab settings (tools/lab_settings.py) make it open ``jupyterlab-rise``'s slideshow
+  in its own browser tab, the whole window wide (F11: full screen); bundled reveal.js,
+  widgets stay live (ipywidgets 7.8: see the ``lab`` extra in pyproject.toml), no network.
 - **Exported HTML** (this module): nbconvert's ``SlidesExporter`` writes one ``.slides.html``
-  file with the stored outputs. That page loads reveal.js, require.js, jQuery, MathJax and
+  file with the stored outputs of the notebook *as committed* (``git show HEAD:…`` where the
+  chapter is in a git work tree: a chapter run in place holds a student's outputs). That
+  page loads reveal.js, require.js, jQuery, MathJax and
   the Jupyter widget manager from CDNs, so it needs network when opened. With
   ``--offline`` the page loads nothing from the network: the CDN tags are removed, a small
   built-in navigator (arrow keys) replaces reveal.js, widgets show their stored static
@@ -21,7 +24,7 @@ import argparse
 import copy
 import re
 import sys
-from html import unescape
+from html import escape, unescape
 from pathlib import Path
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -87,6 +90,28 @@ def find_chapter(spec: str, folder: Path | None = None) -> Path:
 # --- exporting -----------------------------------------------------------------------------
 
 
+def committed_text(notebook: Path) -> tuple[str, str]:
+    """The notebook as committed, and where it came from: ``(text, "git HEAD")``.
+
+    A chapter run in place (or autosaved) holds a student's outputs; the slides show the
+    course as committed. Outside a git work tree, or for a file git does not track, the
+    file on disk is all there is: ``(text, "the file")``.
+    """
+    import subprocess
+
+    notebook = Path(notebook).resolve()
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(notebook.parent), "show", f"HEAD:./{notebook.name}"],
+            capture_output=True, timeout=30, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        done = None
+    if done is not None and done.returncode == 0:
+        return done.stdout.decode("utf-8"), "git HEAD"
+    return notebook.read_text(encoding="utf-8"), "the file"
+
+
 def count_slides(nb) -> tuple[int, int]:
     """(slides, subslides) the way reveal.js will show them, from the cells' metadata.
 
@@ -128,11 +153,17 @@ html, body { margin: 0; height: 100%; background: #fff; }
 .reveal .slides > section, .reveal .slides > section > section { display: none; }
 .reveal .slides > section.present, .reveal .slides section.present { display: block; }
 .reveal .slides section { max-width: 1100px; margin: 0 auto; padding: 24px 40px 64px; }
+/* a picture never makes a slide taller than the screen (a stored stepper was 1,426 px):
+   it shrinks to fit 70 % of the window's height, keeping its proportions */
+.reveal section img { max-height: 70vh; width: auto; object-fit: contain; }
+.reveal section svg { max-height: 70vh; }
 .reveal .fragment.hidden-fragment { visibility: hidden; }
 .reveal aside.notes { display: none; }
 math[display="block"] { display: block; margin: 0.6em 0; font-size: 1.15em; }
-body.show-notes aside.notes { display: block; border-left: 4px solid #e0a000;
-  background: #fff8e1; padding: 4px 12px; margin-top: 16px; }
+/* speaker notes (N) open over the slide's lower part, in view without scrolling */
+body.show-notes aside.notes { display: block; position: fixed; left: 0; right: 0; bottom: 0;
+  max-height: 40vh; overflow-y: auto; z-index: 10; margin: 0;
+  border-top: 4px solid #e0a000; background: #fff8e1; padding: 8px 24px 40px; }
 /* long code lines wrap instead of scrolling: nothing is cut off and no region needs
    keyboard scrolling (WCAG 2.1.1) */
 .reveal pre { white-space: pre-wrap; overflow-wrap: anywhere; overflow-x: visible; }
@@ -260,9 +291,19 @@ def math_to_mathml(html: str) -> str:
     return "".join(out)
 
 
+#: Under a widget's stored picture in the exported slides: why nothing moves, and where it does.
+EXPORT_HINT = (
+    "Stored picture (exported slides): the controls work in the live slideshow "
+    "(JupyterLab, Alt+R), after running the chapter."
+)
+
+
 def make_offline(html: str) -> str:
     """Strip everything the page would fetch from the network; add the built-in navigator;
-    draw math as MathML."""
+    draw math as MathML; say under each widget's picture that it is a stored one."""
+    from .viz.render import RERUN_HINT
+
+    html = html.replace(escape(RERUN_HINT), escape(EXPORT_HINT))
     html = _SCRIPT.sub("", html)
     html = _REMOTE_LINK.sub("", html)
     html = math_to_mathml(html)
@@ -281,7 +322,7 @@ def export_slides(
     from nbconvert import SlidesExporter
 
     notebook = Path(notebook)
-    nb = nbformat.read(notebook, as_version=4)
+    nb = nbformat.reads(committed_text(notebook)[0], as_version=4)
     if offline:
         nb = _prefer_static_widget_views(nb)
     exporter = SlidesExporter()
@@ -320,8 +361,9 @@ def run(args: argparse.Namespace) -> int:
         target = export_slides(
             notebook, args.out, offline=args.offline, reveal_prefix=args.reveal_prefix
         )
-        slides, subslides = count_slides(nbformat.read(notebook, as_version=4))
-        print(f"wrote {target} ({slides} slides, {subslides} subslides; {mode})")
+        text, source = committed_text(notebook)
+        slides, subslides = count_slides(nbformat.reads(text, as_version=4))
+        print(f"wrote {target} ({slides} slides, {subslides} subslides; {mode}; from {source})")
     return 0
 
 

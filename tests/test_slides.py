@@ -57,7 +57,9 @@ def test_every_cell_has_slide_metadata(path):
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_export_has_one_section_per_slide_and_subslide(path, tmp_path):
-    kinds = [_slide_type(c) for c in _cells(path)]
+    # the export reads the notebook as committed (a run in place is not the course)
+    committed = json.loads(slides.committed_text(path)[0])["cells"]
+    kinds = [_slide_type(c) for c in committed]
     expected = 2 * kinds.count("slide") + kinds.count("subslide")
     html = slides.export_slides(path, tmp_path).read_text(encoding="utf-8")
     assert html.count("<section") == expected
@@ -177,3 +179,163 @@ def test_slides_is_a_command_of_the_autodiff_lab_cli():
 
     args = build_parser().parse_args(["slides", "03", "--offline"])
     assert args.run is slides.run and args.chapter == "03" and args.offline
+
+
+# --- the slide rules (issue 26): every chapter fits a 1280×720 projector as stored ----------
+
+#: Longest code cell a slide presents (lines): longer code pushes the figure below the slide.
+MAX_PRESENTED_CODE_LINES = 15
+#: At least this share of a chapter's presented words sits on main slides (the slide cell
+#: and what follows it before the first sub-slide): the right arrow skips the sub-slides.
+MIN_MAIN_SLIDE_WORDS = 0.5
+NUMBERED_CHAPTERS = [p for p in CHAPTERS if re.match(r"\d\d_", p.name)]
+
+
+def _words(markdown: str) -> int:
+    return len(re.findall(r"[A-Za-z0-9][\w'’-]*", re.sub(r"```.*?```", " ", markdown, flags=re.S)))
+
+
+def slide_rule_violations(path: Path) -> list[str]:
+    """What breaks the slide rules in ``path``: presented code cells over
+    MAX_PRESENTED_CODE_LINES lines, no speaker notes, and fewer than MIN_MAIN_SLIDE_WORDS of
+    the presented words on main slides. Skipped cells and notes are not presented."""
+    long_cells, notes, on_main, on_sub, place = [], 0, 0, 0, "main"
+    for i, cell in enumerate(_cells(path)):
+        kind = _slide_type(cell) or "-"
+        source = "".join(cell["source"])
+        if kind in ("notes", "skip"):
+            notes += kind == "notes"
+            continue
+        place = {"slide": "main", "subslide": "sub"}.get(kind, place)
+        if cell["cell_type"] == "code":
+            lines = len(source.rstrip("\n").splitlines())
+            if lines > MAX_PRESENTED_CODE_LINES:
+                long_cells.append(f"{i} ({lines})")
+        elif cell["cell_type"] == "markdown":
+            if place == "main":
+                on_main += _words(source)
+            else:
+                on_sub += _words(source)
+    problems = []
+    if long_cells:
+        problems.append(
+            f"presented code cells over {MAX_PRESENTED_CODE_LINES} lines: cell (lines) "
+            + ", ".join(long_cells)
+        )
+    if not notes:
+        problems.append("no speaker notes (no cell with slide_type 'notes')")
+    share = on_main / max(on_main + on_sub, 1)
+    if share < MIN_MAIN_SLIDE_WORDS:
+        problems.append(f"only {share:.0%} of the presented words on main slides")
+    return problems
+
+
+def test_slide_rules_catch_what_they_claim(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    title = new_markdown_cell("# Title\n\n" + "word " * 10)
+    code = new_code_cell("\n".join(f"x{i} = {i}" for i in range(16)))  # 16 lines
+    aside = new_markdown_cell("## Detail\n\n" + "word " * 30)
+    notes = new_markdown_cell("Say this.")
+    kinds = ("slide", "-", "subslide", "notes")
+    for cell, kind in zip((title, code, aside, notes), kinds):
+        cell.metadata["slideshow"] = {"slide_type": kind}
+    path = tmp_path / "bad.ipynb"
+    nbformat.write(new_notebook(cells=[title, code, aside]), path)
+    problems = slide_rule_violations(path)
+    assert problems == [
+        "presented code cells over 15 lines: cell (lines) 1 (16)",
+        "no speaker notes (no cell with slide_type 'notes')",
+        "only 26% of the presented words on main slides",  # 11 of 11 + 31 words
+    ]
+    code.source = "\n".join(f"x{i} = {i}" for i in range(15))  # 15 lines: allowed
+    aside.metadata["slideshow"] = {"slide_type": "-"}  # the detail on the main slide
+    nbformat.write(new_notebook(cells=[title, code, aside, notes]), path)
+    assert slide_rule_violations(path) == []
+
+
+# The chapters' violations when the rules were written (2026-12-01; the chapter cells are
+# being shortened in issue 25). strict: a chapter that keeps the rules fails here until its
+# entry is removed.
+KNOWN_SLIDE_RULE_VIOLATIONS = {
+    "00_why_autodiff": "code cells 9 (25), 12 (21), 17 (27), 18 (25), 20 (23), 22 (19), "
+    "39 (18), 43 (28) lines; 49% of the words on main slides",
+    "01_forward_mode": "code cell 6 (29 lines)",
+    "02_reverse_mode": "code cells 12 (21), 24 (16), 32 (25), 38 (18), 41 (28), 42 (25) lines",
+    "03_micrograd_from_scratch": "code cells 15 (25), 21 (19), 22 (19), 40 (20), 41 (18), "
+    "52 (16), 53 (22), 55 (20), 62 (25), 67 (17), 70 (18), 72 (21), 74 (24) lines",
+    "04_tensors": "code cells 4 (22), 7 (23), 15 (19), 29 (22), 33 (23), 35 (23), 38 (25), "
+    "41 (16), 45 (17), 46 (20), 52 (17), 58 (16), 63 (20), 66 (23), 71 (23) lines",
+    "05_training_an_mlp": "code cells 9 (21), 12 (21), 14 (18), 16 (25), 20 (30), 27 (16), "
+    "29 (30), 38 (28), 40 (20), 42 (20), 44 (29) lines",
+    "06_beyond": "code cells 22 (21), 26 (18), 31 (21) lines",
+    "07_memory_and_control": "code cells 3 (30), 6 (31), 11 (28), 12 (16), 15 (17), 17 (31), "
+    "22 (21), 31 (28), 37 (18), 54 (36), 62 (20), 63 (25), 66 (24), 69 (31) lines; 35% of "
+    "the words on main slides",
+    "08_transformations": "code cells 28 (18), 38 (24), 43 (17), 45 (26), 49 (30) lines",
+}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(
+            p,
+            marks=pytest.mark.xfail(
+                strict=True, reason="slide rules broken: " + KNOWN_SLIDE_RULE_VIOLATIONS[p.stem]
+            ),
+        )
+        if p.stem in KNOWN_SLIDE_RULE_VIOLATIONS
+        else p
+        for p in NUMBERED_CHAPTERS
+    ],
+    ids=lambda p: p.stem,
+)
+def test_every_chapter_keeps_the_slide_rules(path):
+    assert slide_rule_violations(path) == []
+
+
+def test_offline_export_reads_the_committed_notebook_not_a_run_in_place(tmp_path):
+    import subprocess
+
+    import nbformat
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    def write(text):
+        cell = new_markdown_cell(f"# {text}")
+        cell.metadata["slideshow"] = {"slide_type": "slide"}
+        nbformat.write(new_notebook(cells=[cell]), tmp_path / "ch.ipynb")
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    write("COMMITTED-COURSE")
+    subprocess.run([*git, "add", "ch.ipynb"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "chapter"], check=True)
+    write("A-STUDENTS-RUN")  # run in place and saved
+    html = slides.export_slides(tmp_path / "ch.ipynb", tmp_path / "out", offline=True)
+    text = html.read_text(encoding="utf-8")
+    assert "COMMITTED-COURSE" in text and "A-STUDENTS-RUN" not in text
+    assert slides.committed_text(tmp_path / "ch.ipynb")[1] == "git HEAD"
+    untracked = tmp_path / "copy.ipynb"  # e.g. the folder `autodiff-lab start` made
+    untracked.write_text((tmp_path / "ch.ipynb").read_text())
+    assert slides.committed_text(untracked) == (untracked.read_text(), "the file")
+
+
+def test_offline_export_says_a_widget_picture_is_stored_and_fits_the_screen(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from autodiff_lab.viz.render import RERUN_HINT, static_fallback
+
+    bundle = static_fallback({}, "Stepper", "<img src='data:image/png;base64,AA' alt='x'>")
+    cell = new_code_cell("stepper")
+    cell.metadata["slideshow"] = {"slide_type": "slide"}
+    cell.outputs = [new_output("display_data", data=bundle)]
+    path = tmp_path / "w.ipynb"
+    nbformat.write(new_notebook(cells=[cell]), path)
+    html = slides.export_slides(path, tmp_path / "off", offline=True).read_text()
+    assert slides.EXPORT_HINT in html and RERUN_HINT not in html
+    # pictures at most 70 % of the window's height; notes open fixed at the bottom, in view
+    assert ".reveal section img { max-height: 70vh;" in html
+    assert re.search(r"body\.show-notes aside\.notes \{[^}]*position: fixed;[^}]*bottom: 0", html)

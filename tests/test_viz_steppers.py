@@ -321,3 +321,22 @@ def test_every_elementwise_primitive_is_explained_from_its_entry(prim):
     assert shown.local == pytest.approx(slope, rel=1e-6)
     (pushed,) = forward.events[1].contributions
     assert pushed.local == pytest.approx(slope, rel=1e-6)
+
+
+def test_play_toggle_labels_use_glyphs_debian_fonts_have():
+    """U+23F8 (⏸) is in no font Debian's Chromium has and showed as a box: every character
+    of the play/pause labels must be in DejaVu Sans (matplotlib ships the same font)."""
+    import os
+
+    import matplotlib
+    from fontTools.ttLib import TTFont
+
+    from autodiff_lab.viz.steppers import PAUSE_LABEL, PLAY_LABEL
+
+    font = TTFont(os.path.join(matplotlib.get_data_path(), "fonts", "ttf", "DejaVuSans.ttf"))
+    covered = set(font.getBestCmap())
+    assert ord("⏸") not in covered  # the premise: the old glyph is missing
+    for label in (PLAY_LABEL, PAUSE_LABEL):
+        missing = [ch for ch in label if ord(ch) not in covered]
+        assert not missing, f"{label!r}: {missing} not in DejaVu Sans"
+    assert "pause" in PAUSE_LABEL and "play" in PLAY_LABEL

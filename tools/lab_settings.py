@@ -38,7 +38,10 @@ OVERRIDES = {
             # (RISE:slideshow), instead of RISE's half-width preview panel
             {"command": "RISE:preview", "keys": ["Alt R"], "selector": ".jp-Notebook:focus",
              "disabled": True},
-            {"command": "RISE:slideshow", "keys": ["Alt R"], "selector": ".jp-Notebook:focus"},
+            # (a selector spelled differently from the disabled one: JupyterLab drops every
+            # shortcut with the keys and selector of a disabled entry)
+            {"command": "RISE:slideshow", "keys": ["Alt R"],
+             "selector": ".jp-Notebook.jp-mod-commandMode :focus"},
         ]
     },
 }  # fmt: skip

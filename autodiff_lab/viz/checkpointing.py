@@ -290,7 +290,7 @@ class CheckpointExplorer(widgets.VBox):
             "Two plots against the number of segments k ("
             + ", ".join(map(str, ks))
             + "): peak memory and the time of one gradient, both measured on this machine; "
-            f"the current k = {k} is circled."
+            f"the current k = {k} is circled.",
         )
 
     def _draw(self, fig) -> None:

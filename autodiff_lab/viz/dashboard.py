@@ -37,6 +37,7 @@ nbviewer or in exported HTML.
 from __future__ import annotations
 
 import io
+import math
 import threading
 import time
 
@@ -49,6 +50,18 @@ from ..graph import no_grad
 from ..tensor import Tensor, cross_entropy
 from .explorers import Picture
 from .render import png_img_tag, static_fallback, widget_view_bundle
+
+#: What the gradient panel (log scale: no room for 0) and the status say when every weight
+#: gradient is exactly 0.
+ZERO_GRADIENTS_NOTE = "every weight gradient is 0\n(no unit passes a gradient on)"
+
+
+def nice_limit(top: float) -> float:
+    """The smallest 5 × (1, 2 or 5 × 10^k) at or above ``top``: 5 round tick intervals."""
+    step = top / 5
+    decade = 10 ** math.floor(math.log10(step))
+    return 5 * decade * next(m for m in (1, 2, 5, 10) if m * decade >= step * (1 - 1e-12))
+
 
 #: Okabe–Ito colours (safe for the common colour-vision deficiencies), one per class.
 CLASS_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00")
@@ -146,7 +159,10 @@ class TrainingDashboard(widgets.VBox):
             layout=box(),
         )  # fmt: skip
         self.start_button = widgets.Button(description="Start", icon="play", button_style="success")
-        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
+        # Stop is greyed out (disabled) while nothing runs: it only looks pressable when it does
+        self.stop_button = widgets.Button(
+            description="Stop", icon="stop", button_style="warning", disabled=True
+        )
         self.step_button = widgets.Button(
             description="Step", icon="step-forward", tooltip="train 1 more step"
         )
@@ -223,6 +239,12 @@ class TrainingDashboard(widgets.VBox):
         self.history["accuracy"].append(float(np.mean(logits.data.argmax(axis=1) == self.y)))
         self.history["grad_norms"].append(norms)
 
+    def gradients_vanished(self) -> bool:
+        """Whether every weight gradient of the latest step is exactly 0 (e.g. every ReLU
+        is dead after a too-large step: nothing can learn any more)."""
+        latest = self.history["grad_norms"][-1:]
+        return bool(latest) and not any(latest[0])
+
     @property
     def step_count(self) -> int:
         return len(self.history["loss"])
@@ -254,6 +276,7 @@ class TrainingDashboard(widgets.VBox):
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
+        self.stop_button.disabled = False
         target = self.steps_slider.value
         self._thread = threading.Thread(target=self._run_in_background, args=(target,), daemon=True)
         self._thread.start()
@@ -265,6 +288,7 @@ class TrainingDashboard(widgets.VBox):
             self._frame(n)
             done += n
             time.sleep(0.01)  # let button clicks and slider moves through
+        self.stop_button.disabled = True
 
     def stop(self):
         """Stop a background run (waits for the current frame to finish)."""
@@ -272,6 +296,7 @@ class TrainingDashboard(widgets.VBox):
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         self._thread = None
+        self.stop_button.disabled = True
 
     @property
     def running(self) -> bool:
@@ -312,11 +337,19 @@ class TrainingDashboard(widgets.VBox):
         ax_curves.set_title("loss and accuracy")
         ax_acc = ax_curves.twinx()
         (self._acc_line,) = ax_acc.plot([], [], color=ACCURACY_COLOR, linestyle="--", animated=True)
-        ax_acc.set_ylim(0, 1.02)
+        # the accuracy axis (0 to 1) shares the loss axis' 5 tick intervals: one set of grid
+        # lines serves both
+        ax_acc.set_ylim(0, 1)
+        ax_acc.set_yticks(np.linspace(0, 1, 6))
         ax_acc.set_ylabel("accuracy", color=ACCURACY_COLOR)
         ax_grads.set_yscale("log")
         ax_grads.set_xlabel("step")
         ax_grads.set_title("gradient norm per layer (weights)")
+        # a log axis cannot show a norm of 0: when every gradient is 0 the panel says so
+        self._zero_note = ax_grads.text(
+            0.5, 0.5, "", transform=ax_grads.transAxes, ha="center", va="center",
+            fontsize=11, color="#1a1a1a", animated=True,
+        )  # fmt: skip
         self._fig, self._ax_plane = fig, ax_plane
         self._ax_curves, self._ax_acc, self._ax_grads = ax_curves, ax_acc, ax_grads
         self._grad_lines: list = []
@@ -353,8 +386,9 @@ class TrainingDashboard(widgets.VBox):
         for axis in (self._ax_curves, ax):
             axis.set_xlim(0, self._step_limit)
         top = max(self.history["loss"], default=1.0)
-        self._loss_limit = 1.15 * top if np.isfinite(top) and top > 0 else 10.0
+        self._loss_limit = nice_limit(1.15 * top) if np.isfinite(top) and top > 0 else 10.0
         self._ax_curves.set_ylim(0, self._loss_limit)
+        self._ax_curves.set_yticks(np.linspace(0, self._loss_limit, 6))
         norms = np.asarray(self.history["grad_norms"], dtype=float)
         norms = norms[np.isfinite(norms) & (norms > 0)]
         lo, hi = (norms.min(), norms.max()) if norms.size else (1e-3, 1.0)
@@ -395,6 +429,7 @@ class TrainingDashboard(widgets.VBox):
         )
         for k, line in enumerate(self._grad_lines):
             line.set_data(steps, norms[:, k])
+        self._zero_note.set_text(ZERO_GRADIENTS_NOTE if self.gradients_vanished() else "")
 
         if self._limits_outgrown() or len(self._grad_lines) != len(self._layer_names):
             self._set_up_axes()
@@ -405,6 +440,7 @@ class TrainingDashboard(widgets.VBox):
             (self._ax_plane, self._boundary), (self._ax_plane, self._points),
             (self._ax_curves, self._loss_line), (self._ax_acc, self._acc_line),
             *((self._ax_grads, line) for line in self._grad_lines),
+            (self._ax_grads, self._zero_note),
         ]:  # fmt: skip
             axis.draw_artist(artist)
         width, height = self._canvas.get_width_height()
@@ -450,6 +486,8 @@ class TrainingDashboard(widgets.VBox):
 
     def _status_html(self) -> str:
         text = self._summary().replace("TrainingDashboard: ", "")
+        if self.gradients_vanished():
+            text += "; " + ZERO_GRADIENTS_NOTE.replace("\n", " ")
         return (
             f"<span style='font-family: monospace'>{text}</span>"
             f"<br><span>{self.start_hint()} (Reset: back to untrained).</span>"

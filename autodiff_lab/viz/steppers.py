@@ -129,6 +129,10 @@ _BOX_STYLE = (
     "padding:8px 10px;font-family:Arial,Helvetica,sans-serif;font-size:{size}px;"
     "line-height:1.4;max-width:100%;overflow-x:auto"
 )
+#: The play toggle's two labels. Every glyph is in DejaVu Sans, the font Debian's Chromium
+#: falls back to (U+23F8 "⏸" is in none of Debian's default fonts and shows as a box).
+PLAY_LABEL, PAUSE_LABEL = "▶ play", "❚❚ pause"
+
 _TABLE_STYLE = "border-collapse:collapse;margin:6px 0;color:#1a1a1a"
 _CELL = "border:1px solid #cccccc;padding:2px 8px;text-align:right"
 
@@ -158,7 +162,9 @@ class _Stepper(widgets.VBox):
         # A named toggle (not ipywidgets' Play, whose icon-only buttons have no accessible
         # name): the kernel steps every `play_interval` seconds until the end or a press.
         self.play_button = widgets.ToggleButton(
-            value=False, description="▶ play", tooltip="play the steps one by one (press to pause)"
+            value=False,
+            description=PLAY_LABEL,
+            tooltip="play the steps one by one (press to pause)",
         )
         self.play_interval = 0.9
         self.play_button.observe(self._on_play, names="value")
@@ -199,11 +205,11 @@ class _Stepper(widgets.VBox):
     def _on_play(self, change) -> None:
         """The play toggle: start stepping in the background (from 0 when at the end)."""
         if not change["new"]:
-            self.play_button.description = "▶ play"
+            self.play_button.description = PLAY_LABEL
             return
         if self.slider.value >= self.slider.max:
             self.slider.value = 0
-        self.play_button.description = "⏸ pause"
+        self.play_button.description = PAUSE_LABEL
         threading.Thread(target=self._play_steps, daemon=True).start()
 
     def _play_steps(self) -> None:

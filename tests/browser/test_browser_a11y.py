@@ -307,7 +307,7 @@ def test_keyboard_alone_drives_every_widget(lab, widgets_panel, screenshot):
     expect(caption).to_contain_text("Step 1 of 5")
     page.keyboard.press("Space")
     expect(caption).to_contain_text("Step 2 of 5")
-    handle = stepper.locator(".noUi-handle").first
+    handle = stepper.locator(".noUi-handle, .ui-slider-handle").first
     tab_to(page, handle)
     page.keyboard.press("ArrowRight")
     expect(caption).to_contain_text("Step 3 of 5")
@@ -322,14 +322,14 @@ def test_keyboard_alone_drives_every_widget(lab, widgets_panel, screenshot):
     explorer = outputs.nth(1)
     text = explorer.locator(".widget-html-content").first
     expect(text).to_contain_text("x = 1.000")
-    explorer.locator(".noUi-handle").first.focus()
+    explorer.locator(".noUi-handle, .ui-slider-handle").first.focus()
     page.keyboard.press("ArrowRight")
     expect(text).to_contain_text("x = 1.020")  # one slider step: (3 - (-1)) / 200
 
     # -- dashboard: sliders by arrows, the dropdown by arrows, Start by Enter, Step by Space
     dashboard = outputs.nth(2)
     status = dashboard.locator(".widget-html-content").first
-    handles = dashboard.locator(".noUi-handle")
+    handles = dashboard.locator(".noUi-handle, .ui-slider-handle")
     handles.nth(0).focus()
     page.keyboard.press("ArrowRight")  # learning rate 0.1 -> 10^(-0.9)
     expect(dashboard.locator(".widget-readout").first).to_have_text("0.126")
@@ -361,7 +361,7 @@ def test_keyboard_alone_drives_every_widget(lab, widgets_panel, screenshot):
     checkpoints = outputs.nth(4)
     readout = checkpoints.locator(".widget-readout").first
     before = readout.inner_text()
-    checkpoints.locator(".noUi-handle").first.focus()
+    checkpoints.locator(".noUi-handle, .ui-slider-handle").first.focus()
     page.keyboard.press("ArrowRight")
     expect(readout).not_to_have_text(before)
 

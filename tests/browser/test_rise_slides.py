@@ -1,8 +1,16 @@
-"""Lecture mode in a real browser: JupyterLab renders a chapter as a RISE slideshow.
+"""Lecture mode in a real browser: a chapter as a RISE slideshow whose widgets are live.
 
-Opens chapter 04 in JupyterLab, chooses View > Render as Reveal Slideshow (jupyterlab-rise),
-and advances one slide with reveal.js's "next" control. The expected slide titles are read
-from the notebook's own metadata (the cells marked ``slide``), not from the page.
+A lecturer opens a chapter in JupyterLab, runs it, presses Alt+R (the course's lab settings
+map it to RISE's full-window slideshow, tools/lab_settings.py) and presents at 1280×720.
+Inside the slideshow the test then does what the lecturer does: steps the backward stepper
+(chapters 02 and 03), drags a slider (chapter 02's stepper, chapter 07's checkpoint
+explorer) and presses the dashboard's Start (chapter 05), and checks each time that the
+widget changed — the kernel answered, so the widget is live, not its static picture. Any
+console error fails the test unless tests/browser/conftest.py lists it as third-party; no
+widget-manager or module-loading error is on that list.
+
+The expected slide titles are read from the notebook's own metadata (the cells marked
+``slide``), not from the page. Screenshots: artifacts/screenshots/rise_*.png.
 """
 
 from __future__ import annotations
@@ -12,13 +20,15 @@ import re
 from pathlib import Path
 
 import pytest
+from lab_walk import open_lab, run_notebook
 
 pytestmark = pytest.mark.browser
 
-CHAPTER = "04_tensors.ipynb"
-NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / CHAPTER
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+PROJECTOR = (1280, 720)
 
-# The index of the slide on screen and its first heading, as reveal.js shows it.
+# The slide on screen (reveal.js marks the shown slide and sub-slide ``present``): its index
+# among the slides, the number of slides, and its first heading.
 CURRENT_SLIDE_JS = """() => {
   const slides = [...document.querySelectorAll('.reveal .slides > section')];
   const index = slides.findIndex(s => s.classList.contains('present'));
@@ -26,6 +36,9 @@ CURRENT_SLIDE_JS = """() => {
   const heading = slides[index].querySelector('h1, h2');
   return [index, slides.length, heading ? heading.textContent.replace('¶', '').trim() : null];
 }"""
+
+# The innermost section on screen: the sub-slide, or the slide when it has none.
+ON_SCREEN = ".reveal .slides section.present:not(.stack)"
 
 
 def slide_titles(path: Path) -> list[str]:
@@ -40,43 +53,134 @@ def slide_titles(path: Path) -> list[str]:
     return titles
 
 
-def test_jupyterlab_presents_a_chapter_as_rise_slides(jupyterlab, browser_page, screenshot):
-    titles = slide_titles(NOTEBOOK)
-    assert len(titles) >= 5 and titles[0].startswith("Chapter 04")
-    page = browser_page
-    jupyterlab.open(CHAPTER)
+@pytest.fixture
+def lecture(browser, jupyter_server, console_gate):
+    """``present(chapter)``: open, run, Alt+R; returns the slideshow's page (1280×720).
 
-    page.locator(".lm-MenuBar-item", has_text="View").first.click()
-    page.locator(".lm-Menu-item[data-command='RISE:preview']").click()
-    frame = page.wait_for_selector("iframe[src*='/rise/']", timeout=60_000).content_frame()
-    frame.wait_for_selector(".reveal .slides > section.present", timeout=90_000)
+    Both pages' console problems are checked when the test ends.
+    """
+    context, lab = open_lab(browser, jupyter_server, console_gate, viewport=PROJECTOR)
+    watched = [lab]
 
-    index, count, heading = frame.evaluate(CURRENT_SLIDE_JS)
-    assert (index, count) == (0, len(titles))
-    assert heading == titles[0]
+    def present(chapter: str):
+        report = run_notebook(lab, chapter)
+        errors = [o for c in report["cells"] for o in c["outputs"] if o["output_type"] == "error"]
+        assert not errors, f"{chapter}: a cell failed: {errors[0]['ename']}"
+        # the lecturer's next key goes to the notebook in command mode: its first cell
+        lab.locator(f"#{report['id']} .jp-Cell .jp-InputPrompt").first.click()
+        with context.expect_page() as opened:
+            lab.keyboard.press("Alt+R")
+        slideshow = opened.value
+        console_gate.watch(slideshow)
+        watched.append(slideshow)
+        slideshow.set_default_timeout(60_000)
+        slideshow.wait_for_selector(".reveal .slides > section.present", timeout=90_000)
+        assert "/rise/" in slideshow.url
+        assert slideshow.viewport_size == {"width": PROJECTOR[0], "height": PROJECTOR[1]}
+        return slideshow
 
-    frame.locator(".reveal .controls .navigate-right").click()
-    frame.wait_for_function(f"() => ({CURRENT_SLIDE_JS})()[0] === 1", timeout=30_000)
-    index, _, heading = frame.evaluate(CURRENT_SLIDE_JS)
-    assert index == 1 and heading == titles[1]
-    screenshot(page, "rise_slideshow_04_second_slide")
+    yield present
+    problems = [p for page in watched for p in page.console_problems]
+    context.close()
+    ours = console_gate.ours(problems)
+    if ours:
+        pytest.fail("errors in the browser console:\n" + "\n".join(ours), pytrace=False)
 
-    # the key each chapter's first cell names: Space walks fragments and sub-slides in
-    # order (where the code sits); the right arrow would jump to the next slide instead
-    in_subslide = (
-        "() => !!document.querySelector("
-        "'.reveal .slides > section.present > section.present:not(:first-child)')"
-    )
-    for _ in range(4):
-        frame.locator(".reveal").press("Space")
-        if frame.evaluate(in_subslide):
+
+def walk_to(slideshow, selector: str, limit: int = 120):
+    """Press Space (the next fragment or sub-slide, in order) until ``selector`` is on
+    the slide on screen; return its locator there."""
+    target = slideshow.locator(f"{ON_SCREEN} {selector}").first
+    for _ in range(limit):
+        if target.count() and target.is_visible():
             break
-    assert frame.evaluate(in_subslide), "Space did not reach slide 2's sub-slide"
-    assert frame.evaluate(CURRENT_SLIDE_JS)[0] == 1  # still slide 2: nothing was skipped
-    screenshot(page, "rise_slideshow_04_space_reaches_subslide")
-    # notebooks/rise.css wraps long code lines: none is cut off at the panel's right edge
-    clipped = frame.evaluate(
-        "() => [...document.querySelectorAll('.reveal section.present .cm-scroller')]"
-        ".filter(s => s.offsetParent && s.scrollWidth > s.clientWidth + 1).length"
-    )
-    assert clipped == 0
+        slideshow.keyboard.press("Space")
+        slideshow.wait_for_timeout(150)
+    assert target.count() and target.is_visible(), f"no slide shows {selector}"
+    slideshow.wait_for_timeout(600)  # reveal.js's slide transition ends
+    return target
+
+
+def drag_slider(slideshow, slider, fraction: float) -> None:
+    """Drag the slider's handle with the mouse to ``fraction`` of its track."""
+    handle = slider.locator(".ui-slider-handle, .noUi-handle").first
+    track = slider.locator(".ui-slider, .noUi-target").first
+    start, box = handle.bounding_box(), track.bounding_box()
+    slideshow.mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
+    slideshow.mouse.down()
+    y = box["y"] + box["height"] / 2
+    slideshow.mouse.move(box["x"] + fraction * box["width"], y, steps=8)
+    slideshow.mouse.up()
+
+
+def step_number(text: str) -> int:
+    return int(re.search(r"Step (\d+) of \d+", text).group(1))
+
+
+def test_chapter_02_first_slide_and_live_backward_stepper(lecture, screenshot):
+    from playwright.sync_api import expect
+
+    chapter = "02_reverse_mode.ipynb"
+    titles = slide_titles(NOTEBOOKS / chapter)
+    slideshow = lecture(chapter)
+    # Alt+R after Run All starts at the first slide (not at the selected, last cell)
+    index, count, heading = slideshow.evaluate(CURRENT_SLIDE_JS)
+    assert (index, count, heading) == (0, len(titles), titles[0])
+    screenshot(slideshow, "rise_1280x720_02_first_slide")
+
+    step = walk_to(slideshow, ".widget-button:has-text('step ▶')")
+    stepper = slideshow.locator(f"{ON_SCREEN} .jp-OutputArea-output", has=step).first
+    panel = stepper.locator(".widget-html-content").first
+    before = step_number(panel.inner_text())
+    steps = int(re.search(r"Step \d+ of (\d+)", panel.inner_text()).group(1))
+    target = before + 1 if before < steps else before - 1
+    (step if before < steps else stepper.locator(".widget-button", has_text="step back")).click()
+    expect(panel).to_contain_text(f"Step {target} of {steps}")
+    screenshot(slideshow, "rise_1280x720_02_backward_stepper_live")
+
+    drag_slider(slideshow, stepper.locator(".widget-slider").first, 0.0)  # to step 0
+    expect(panel).to_contain_text(f"Step 0 of {steps}")
+    assert stepper.locator(".widget-readout").first.inner_text().strip() == "0"
+
+
+def test_chapter_03_backward_stepper_steps_in_the_slideshow(lecture):
+    from playwright.sync_api import expect
+
+    slideshow = lecture("03_micrograd_from_scratch.ipynb")
+    step = walk_to(slideshow, ".widget-button:has-text('step ▶')")
+    panel = slideshow.locator(f"{ON_SCREEN} .jp-OutputArea-output", has=step)
+    panel = panel.locator(".widget-html-content").first
+    before = step_number(panel.inner_text())
+    step.click()
+    expect(panel).to_contain_text(f"Step {before + 1} of")
+
+
+def test_chapter_05_dashboard_start_trains_in_the_slideshow(lecture, screenshot):
+    from playwright.sync_api import expect
+
+    slideshow = lecture("05_training_an_mlp.ipynb")
+    start = walk_to(slideshow, ".widget-button:has-text('Start')")
+    dashboard = slideshow.locator(f"{ON_SCREEN} .jp-OutputArea-output", has=start).first
+    status = dashboard.locator(".widget-html-content").first
+    expect(status).to_contain_text("untrained")
+    picture = dashboard.locator(".widget-image img").first
+    before = picture.get_attribute("src")
+    start.click()
+    expect(status).to_contain_text(re.compile(r"step \d+,"), timeout=60_000)
+    expect(status).not_to_contain_text("untrained", timeout=60_000)
+    assert picture.get_attribute("src") != before  # a new picture came from the kernel
+    screenshot(slideshow, "rise_1280x720_05_dashboard_after_start")
+
+
+def test_chapter_07_checkpoint_explorer_slider_in_the_slideshow(lecture):
+    from playwright.sync_api import expect
+
+    slideshow = lecture("07_memory_and_control.ipynb")
+    slider = walk_to(slideshow, ".widget-slider:has-text('segments k')")
+    explorer = slideshow.locator(f"{ON_SCREEN} .jp-OutputArea-output", has=slider).first
+    caption = explorer.locator(".widget-html-content", has_text="values kept").first
+    before = caption.inner_text()
+    drag_slider(slideshow, slider, 1.0)  # the most segments
+    expect(caption).not_to_have_text(before)
+    k = int(slider.locator(".widget-readout").first.inner_text())
+    expect(caption).to_contain_text(f"{k} segments")
