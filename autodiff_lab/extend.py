@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
+from .dual import zero_tangent
 from .kinds import (
     BatchedArray,
     DualNumber,
@@ -64,9 +65,12 @@ def _shape_of(x: Any) -> tuple:
     return tuple(np.shape(constant(x)))
 
 
-def _as_float_if_scalar(out: Any, inputs: Sequence) -> Any:
-    """A numpy scalar result for Python-number inputs becomes a Python float (``Value``
-    holds floats: ``np.exp(2.0)`` would otherwise put a numpy scalar in it)."""
+def _plain_result(out: Any, inputs: Sequence) -> Any:
+    """A user function's result on plain inputs, as the engine holds it: a graph value
+    it made (``concatenate`` of arrays gives a constant ``Tensor``) as its data, and a
+    numpy scalar for Python-number inputs as a Python float (``Value`` holds floats:
+    ``np.exp(2.0)`` would otherwise put a numpy scalar in it)."""
+    out = constant(out)
     if isinstance(out, np.generic | np.ndarray) and np.ndim(out) == 0:
         if all(isinstance(x, numbers.Real) and not isinstance(x, np.ndarray) for x in inputs):
             return float(out)
@@ -103,13 +107,6 @@ def _basis(shape: tuple, dtype: Any = float):
         e = np.zeros(n, dtype=dtype)
         e[j] = 1
         yield e.reshape(shape)
-
-
-def _zeros_like(x: Any) -> Any:
-    x = constant(x)
-    if isinstance(x, numbers.Number) and not isinstance(x, np.ndarray):
-        return 0.0
-    return np.zeros(np.shape(x), np.result_type(x))
 
 
 def _inner(a: Any, b: Any) -> Any:
@@ -284,7 +281,7 @@ def define_primitive(
     def plain_forward(*inputs: Any, **params: Any) -> Any:
         if len(inputs) != n:
             raise TypeError(f"{name}: takes {n} input(s), got {len(inputs)}")
-        return _as_float_if_scalar(forward(*inputs, **params), inputs)
+        return _plain_result(forward(*inputs, **params), inputs)
 
     plain_forward.__name__ = plain_forward.__qualname__ = name
     prim = Primitive(
@@ -392,10 +389,10 @@ class CustomFunction:
     def _forward(self, *xs: Any, _cell: dict, _kwargs: dict) -> Any:
         if self.fwd is not None:
             out, res = self.fwd(*xs, **_kwargs)
-            out = _as_float_if_scalar(out, xs)
+            out = _plain_result(out, xs)
             _cell["out"], _cell["res"] = out, res
             return out
-        return _as_float_if_scalar(self.fun(*xs, **_kwargs), xs)
+        return _plain_result(self.fun(*xs, **_kwargs), xs)
 
     def _residuals(self, out: Any, inputs: Sequence, cell: dict, kwargs: dict) -> Any:
         if cell.get("out") is out and not any(isinstance(x, Traced) for x in inputs):
@@ -446,7 +443,7 @@ class CustomFunction:
         for k, x in enumerate(inputs):
             entries = []
             for e in _basis(_shape_of(x)):
-                tangents = [_zeros_like(xi) if i != k else e for i, xi in enumerate(inputs)]
+                tangents = [zero_tangent(xi) if i != k else e for i, xi in enumerate(inputs)]
                 column = self._user_jvp(inputs, tangents, _kwargs)
                 entries.append(_inner(g, column))
             shares.append(_assemble(entries, _shape_of(x)))
@@ -454,7 +451,7 @@ class CustomFunction:
 
     def _jvp_all(self, tangents: Sequence, out: Any, *inputs: Any, _cell: dict, _kwargs: dict):
         if self.jvp_rule is not None:
-            full = [_zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
+            full = [zero_tangent(x) if t is None else t for t, x in zip(tangents, inputs)]
             tangent = self._user_jvp(inputs, full, _kwargs)
             if _shape_of(tangent) != _shape_of(out):
                 raise ValueError(
@@ -526,7 +523,7 @@ def _ckpt_forward(*xs: Any, f: Callable, n_args: int, _cell: dict) -> Any:
         return _cell.pop("out")
     with graph.no_grad():  # (a replay of the graph binds the node again)
         out = f(*(_constant_node(x) for x in xs[:n_args]))
-    return _as_float_if_scalar(constant(out), xs[:n_args])
+    return _plain_result(out, xs[:n_args])
 
 
 def _constant_node(x: Any) -> Any:
@@ -599,7 +596,7 @@ def _ckpt_jvp_all(
     result = replay(recorded, subs)
     if isinstance(result, Dual) and result.tag == tag:
         return result.tangent
-    return _zeros_like(out)
+    return zero_tangent(out)
 
 
 CHECKPOINT = Primitive(
@@ -676,7 +673,7 @@ def checkpoint(fn: Callable) -> Callable:
             del candidates
         if not captured and not any(is_node(a) for a in args):
             return fn(*args)  # nothing to differentiate
-        cell = {"out": _as_float_if_scalar(constant(out), args), "captured": tuple(captured)}
+        cell = {"out": _plain_result(out, args), "captured": tuple(captured)}
         return bind(CHECKPOINT, *args, *captured, f=fn, n_args=len(args), _cell=cell)
 
     checkpointed.__name__ = f"checkpoint({name})"

@@ -54,7 +54,7 @@ import numpy as np
 
 from . import graph, ops
 from .batching import Batched, batch_levels, has_batch, lift, move_axis, vmap, wrap  # noqa: F401
-from .dual import Dual, new_tag
+from .dual import Dual, new_tag, zero_tangent
 from .kinds import Traced, as_primal, innermost, is_node
 from .linear import LinearGraph, linear_transpose, linearize  # noqa: F401  (chapter 08)
 from .tangents import replay
@@ -84,9 +84,13 @@ _running_reverse = _ReverseNesting()
 
 
 def _leaf(x, *, scalar_as_value=True):
-    """A fresh differentiable leaf holding ``x``; graph values are used as they are."""
+    """A fresh differentiable leaf holding ``x``. For a graph value (inside another
+    reverse-mode transformation) a fresh node ``x · 1`` that depends on it: this
+    transformation differentiates through that node only, so a function that also
+    closes over ``x`` (``grad(lambda y: f(y * x))(x)``) keeps the two uses apart while
+    the outer transformation still sees both."""
     if is_node(x):
-        return x
+        return x * 1.0
     if isinstance(x, Traced):  # (a vmap batch or a dual where a plain value must be)
         raise NotImplementedError(
             f"reverse mode cannot start from a {type(x).__name__} here: this nesting of "
@@ -121,6 +125,13 @@ def _seed_for(out, create_graph: bool):
 
 def _pull_back(out, leaves, seed, create_graph: bool):
     """Gradients of ``out`` (weighted by ``seed``) for each leaf, without touching ``.grad``."""
+    if isinstance(out, Batched):  # (a batch inside a dual: its graph is not one leaf's)
+        raise NotImplementedError(
+            "grad/vjp/jacrev: f closes over a dual number whose tangent is a vmap batch "
+            "(jacfwd(..., vectorize=True) or vmap over tangents, around a gradient of a "
+            "function that closes over the differentiated argument): not supported; use "
+            "jacfwd without vectorize there"
+        )
     if isinstance(out, Dual):  # f closed over a dual number: d(p + t ε) = dp + dt ε
         primal_grads = _pull_back(out.primal, leaves, seed, create_graph)
         tangent_grads = _pull_back(out.tangent, leaves, seed, create_graph)
@@ -219,19 +230,30 @@ def _through_duals_batched(transformed: Callable, args: list, differentiated, le
     whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
     it is replayed with duals of whole batches, and the results made batches again."""
     substitutions = {}
+
+    def whole_batch_leaf(whole):
+        """A leaf holding the whole batch; when the batch holds the duals of an older
+        jvp (``jvp(vmap(hessian))``), it holds their primals and is replayed with them."""
+        core = innermost(whole)
+        if isinstance(core, Traced) and not is_node(core):
+            raise NotImplementedError(
+                "forward over reverse mode inside vmap (jvp, jacfwd, hessian or hvp of a "
+                f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
+                "another transformation inside the batch: this nesting is not supported"
+            )
+        leaf = _leaf(core if is_node(core) else np.asarray(core))
+        if whole is not core:
+            substitutions[leaf] = whole
+        return leaf
+
     for i, a in enumerate(args):
         if isinstance(a, Dual):
-            if isinstance(a.primal, Dual):
-                raise NotImplementedError(
-                    "nested forward mode over reverse mode inside vmap is not supported"
-                )
             primal = lift(a.primal, levels)
-            leaf = _leaf(primal if isinstance(primal, Traced) else np.asarray(primal))
+            leaf = whole_batch_leaf(primal)
             substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
             args[i] = wrap(leaf, levels)
         elif i in differentiated:
-            whole = lift(a, levels)
-            args[i] = wrap(_leaf(whole if isinstance(whole, Traced) else np.asarray(whole)), levels)
+            args[i] = wrap(whole_batch_leaf(lift(a, levels)), levels)
 
     def batches_again(x):
         if isinstance(x, tuple | list):
@@ -310,12 +332,23 @@ def _raw(x):
     return x
 
 
+def _data_inside(x):
+    """``x`` with every graph value in it (inside duals too) replaced by its data."""
+    if isinstance(x, Dual):
+        return Dual(_data_inside(x.primal), _data_inside(x.tangent), x.tag)
+    return _raw(x)
+
+
 def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     """Reverse mode: ``out, vjp_fn = vjp(f, *primals)``; ``vjp_fn(ct)`` is ``ctᵀ·J``.
 
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
     per primal. It can be called many times: the graph is recorded once.
     """
+    if any(isinstance(p, Batched) and isinstance(p.val, Dual) for p in primals) or (
+        _has_dual(primals) and has_batch([innermost(p) for p in primals])
+    ):  # a jvp and a vmap around vjp, in either order: the leaves cannot hold both
+        return _vjp_by_grad(f, primals)
     if has_batch(primals):  # inside vmap: one vjp per example
         return _batched_reverse(f, primals, range(len(primals)), "vjp")
     if _has_dual(primals):
@@ -412,18 +445,37 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
                 f"{example_shape}. For vector outputs use jacrev, jacfwd or vjp."
             )
         value = out_raw
-        if is_node(value):
-            value = value.reshape(sizes)
-            seed = np.ones(sizes, dtype=value.dtype)
+        core = innermost(value)  # (value is a dual when f closes over an older jvp's)
+        if is_node(core):
+            value = ops.reshape(value, sizes)
+            seed = np.ones(sizes, dtype=core.dtype)
             grads = _pull_back(value, leaves, Tensor(seed) if nested else seed, nested)
         else:  # f does not depend on the differentiated arguments
             grads = _pull_back(value, leaves, None, nested)
-            value = np.reshape(value, sizes)
+            value = ops.reshape(value, sizes)
         grads = [wrap(g, levels) for g in grads]
-        value = wrap(value if nested else _raw(value), levels)
+        value = wrap(value if nested else _data_inside(value), levels)
         return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
 
     return finish
+
+
+def _vjp_by_grad(f: Callable, primals: Sequence) -> tuple[Any, Callable]:
+    """:func:`vjp` inside both a ``jvp`` and a ``vmap`` (``jvp(vmap(vjp(f)))``,
+    ``vmap(jvp(vjp(f)))``): ``vjp_fn(ct)`` is the gradient of ``<f(x), ct>``, which
+    :func:`grad` takes through the duals and batches (forward over reverse inside vmap).
+    Each call of ``vjp_fn`` runs ``f`` again."""
+    out = _one_output(f(*primals), "vjp")
+
+    def vjp_fn(cotangent):
+        def weighted(*xs_and_ct):  # (ct an argument: its duals are replayed like x's)
+            *xs, ct = xs_and_ct
+            y = f(*xs) * ct
+            return ops.sum(y) if ops.shape(y) else y
+
+        return tuple(grad(weighted, tuple(range(len(primals))))(*primals, cotangent))
+
+    return out, vjp_fn
 
 
 def _vjp_through_duals(f: Callable, primals):
@@ -453,8 +505,7 @@ def _vjp_through_duals(f: Callable, primals):
 def _tangent_of(out, tag):
     if isinstance(out, Dual) and out.tag == tag:
         return out.primal, out.tangent
-    zero = 0.0 if isinstance(_raw(out), numbers.Number) else np.zeros_like(_raw(out))
-    return out, zero
+    return out, zero_tangent(out)
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import graph
-from .dual import Dual, new_tag
+from .dual import Dual, new_tag, zero_tangent
 from .graph import topological_order
 from .kinds import Node, Traced
 from .ops import shape
@@ -214,22 +214,21 @@ def _recording() -> Iterator[None]:
         graph._GradMode.enabled = previous
 
 
-def linearize(f: Callable, *primals: Any) -> tuple[Any, LinearGraph]:
+def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph for arrays)
     """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map.
 
     ``f_jvp(*tangents)`` equals ``jvp(f, primals, tangents)[1]`` for every tangent, but
     ``f`` runs only once, here: forward mode pushes a *recorded* tangent (a ``Tensor``
     leaf) through ``f``, and the graph its jvp rules build, a :class:`LinearGraph`, is
     replayed for each new tangent. Primals are numbers or arrays; ``f`` returns one value
-    or a tuple of them.
+    or a tuple of them. Inside another transformation (traced primals) the map is
+    ``jvp`` itself and its transpose ``vjp`` (:class:`TracedLinearMap`).
     """
+    if any(isinstance(p, Traced) for p in primals):  # inside another transformation
+        linear_map = TracedLinearMap(f, primals)
+        return linear_map.out, linear_map
     plain = []
-    for k, p in enumerate(primals):
-        if isinstance(p, Traced):
-            raise TypeError(
-                f"linearize: primal {k} is a {type(p).__name__}; linearize takes numbers "
-                "and arrays (use jvp inside other transformations)"
-            )
+    for p in primals:
         plain.append(float(p) if isinstance(p, numbers.Real) else np.asarray(p, dtype=float))
     leaves = [
         Tensor(np.zeros(np.shape(p), np.result_type(p)), requires_grad=True, label=f"t{k}")
@@ -283,7 +282,10 @@ def _linear_graph(leaves: list[Tensor], tangent_outs: list, primal_outs: list) -
             if not prim.is_linear_in([a is not None for a in args]):
                 raise ValueError(
                     f"linearize: a jvp rule applied the non-linear operation {prim.name!r} "
-                    "to a tangent (a jvp must be linear in the tangent)"
+                    "to a tangent (a jvp must be linear in the tangent). Also met when f "
+                    "applies grad/vjp/jacrev to a function that closes over linearize's own "
+                    "argument (forward over reverse replays the tangent into itself): use "
+                    "jvp there"
                 )
             index[node] = len(nodes)
             params = node._ctx or {}
@@ -306,10 +308,43 @@ def _linear_graph(leaves: list[Tensor], tangent_outs: list, primal_outs: list) -
     return LinearGraph(nodes, tuple(range(len(leaves))), tuple(outputs), None, (), scalar_outputs)
 
 
+class TracedLinearMap:
+    """:func:`linearize` inside another transformation (its primals are traced: ``vmap``'s
+    batches, ``jvp``'s duals, reverse mode's graph values). A graph of the jvp recorded
+    from them would hold those tracers as constants, so here the map *is* the jvp:
+    ``f_jvp(t)`` runs ``jvp(f, primals, t)`` (``f`` runs again for each tangent) and its
+    transpose runs ``vjp(f, *primals)`` — the same numbers, by the transformations that
+    compose with every other."""
+
+    def __init__(self, f: Callable, primals: tuple) -> None:
+        from .functional import jvp  # (functional builds on this module)
+
+        self.f, self.primals = f, primals
+        self.out = jvp(f, primals, tuple(zero_tangent(p) for p in primals))[0]
+
+    def __call__(self, *tangents: Any) -> Any:
+        from .functional import jvp
+
+        if len(tangents) != len(self.primals):
+            raise ValueError(
+                f"linearize: f_jvp takes {len(self.primals)} tangent(s), one per primal, "
+                f"got {len(tangents)}"
+            )
+        return jvp(self.f, self.primals, tangents)[1]
+
+    def transpose_apply(self, cotangent: Any) -> tuple:
+        from .functional import vjp
+
+        return vjp(self.f, *self.primals)[1](cotangent)
+
+    def __repr__(self) -> str:
+        return f"<TracedLinearMap: jvp of {getattr(self.f, '__name__', 'f')}>"
+
+
 class LinearTranspose:
     """``ct ↦ Jᵀ ct``: a :class:`LinearGraph` run backwards (``graph`` is the graph)."""
 
-    def __init__(self, graph: LinearGraph) -> None:
+    def __init__(self, graph: LinearGraph | TracedLinearMap) -> None:
         self.graph = graph
 
     def __call__(self, cotangent: Any) -> tuple:
@@ -328,7 +363,7 @@ def linear_transpose(f_jvp: LinearGraph | Callable, *primals: Any) -> LinearTran
     primals giving the input shapes: ``linear_transpose(lambda x: A @ x, x0)`` (it is
     linearized at ``x0``; a linear function is its own linearization).
     """
-    if isinstance(f_jvp, LinearGraph):
+    if isinstance(f_jvp, LinearGraph | TracedLinearMap):
         if primals:
             raise TypeError("linear_transpose: pass either a LinearGraph or fn, *primals")
         return LinearTranspose(f_jvp)

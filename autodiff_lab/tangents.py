@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .dual import Dual
 from .graph import topological_order
-from .kinds import innermost, is_node
+from .kinds import is_node
 from .primitives import bind
 
 
@@ -39,7 +40,7 @@ def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> A
     """
     changed = {} if cache is None else cache
     changed.update(substitutions)
-    keep_graph = any(is_node(innermost(v)) for v in substitutions.values())
+    keep_graph = any(_holds_node(v) for v in substitutions.values())
 
     def unchanged(node):
         return node if keep_graph else node.data
@@ -47,6 +48,10 @@ def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> A
     def new_value(out):
         if isinstance(out, tuple | list):
             return type(out)(new_value(o) for o in out)
+        if isinstance(out, Dual):  # graphs inside a dual (f closed over a jvp's dual):
+            # p + t·ε with both parts replayed (each may now move: ε² = 0 adds them up)
+            primal, tangent = new_value(out.primal), new_value(out.tangent)
+            return primal + tangent * Dual(0.0, 1.0, out.tag)
         if not is_node(out):
             return out
         for node in topological_order(out):
@@ -58,3 +63,11 @@ def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> A
         return changed[out] if out in changed else unchanged(out)
 
     return new_value(outputs)
+
+
+def _holds_node(x: Any) -> bool:
+    """Whether a graph node is inside ``x`` (a dual's primal or tangent, at any depth): a
+    tangent being recorded (``linearize``) counts as much as a primal."""
+    if isinstance(x, Dual):
+        return _holds_node(x.primal) or _holds_node(x.tangent)
+    return is_node(x)

@@ -83,6 +83,11 @@ class Tensor(Node, ArrayMethods):
         out = cls.__new__(cls)
         out.data = fn.forward(*map(_DATA, inputs), **params)
         if type(out.data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
+            if isinstance(out.data, Traced):
+                raise TypeError(
+                    f"Tensor {fn.name}: its forward returned a {type(out.data).__name__} "
+                    "for plain inputs; a primitive's forward must return numbers or arrays"
+                )
             out.data = np.asarray(out.data)
         out.grad = None
         out.label = ""

@@ -18,7 +18,15 @@ import pytest
 from primitive_cases import CASES, over_floats, torch_twins
 
 from autodiff_lab import Tensor, no_grad, ops
-from autodiff_lab.functional import LinearGraph, jvp, linear_transpose, linearize, vjp, vmap
+from autodiff_lab.functional import (
+    LinearGraph,
+    grad,
+    jvp,
+    linear_transpose,
+    linearize,
+    vjp,
+    vmap,
+)
 from autodiff_lab.primitives import EXP, PRIMITIVES, Primitive, bind
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -277,14 +285,38 @@ def test_clear_errors(rng):
         f_jvp(np.ones((2, 3)), np.ones(4))
     with pytest.raises(ValueError, match=r"cotangent 0 has shape \(3,\), expected \(2,\)"):
         linear_transpose(f_jvp)(np.ones(3))
-    with pytest.raises(TypeError, match="primal 0 is a Tensor"):
-        linearize(lambda x: x, Tensor(np.ones(2), requires_grad=True))
     with pytest.raises(TypeError, match="needs example primals"):
         linear_transpose(lambda x: 2 * x)
     with pytest.raises(TypeError, match="either a LinearGraph"):
         linear_transpose(f_jvp, np.ones(3))
     with pytest.raises(ValueError, match="not linear in its input"):
         PRIMITIVES["exp"].transpose(1.0, 1.0, [1.0], {}, [True])
+
+
+def test_linearize_inside_other_transformations_is_jvp_and_its_transpose_vjp(rng, torch):
+    """With traced primals (inside vmap, jvp, grad) the map is jvp and its transpose vjp:
+    per-example linear maps under vmap, a gradient through f_jvp(t) under grad."""
+    xs = rng.standard_normal((4, 3))
+    t, ct = rng.standard_normal(3), rng.standard_normal(3)
+
+    def f(x):
+        return ops.sin(x) * x
+
+    def jvp_at(x):
+        return linearize(f, x)[1](t)
+
+    def vjp_at(x):
+        return linear_transpose(linearize(f, x)[1])(ct)[0]
+
+    np.testing.assert_allclose(vmap(jvp_at)(xs), (np.cos(xs) * xs + np.sin(xs)) * t)
+    np.testing.assert_allclose(vmap(vjp_at)(xs), (np.cos(xs) * xs + np.sin(xs)) * ct)
+    tf = torch.func
+    want = tf.grad(lambda x: tf.jvp(lambda x: torch.sin(x) * x, (x,), (torch.tensor(t),))[1].sum())
+    got = grad(lambda x: jvp_at(x).sum())(xs[0])
+    np.testing.assert_allclose(got, want(torch.tensor(xs[0])).numpy(), rtol=1e-12)
+    out, f_jvp = linearize(f, Tensor(xs[0], requires_grad=True))
+    assert "TracedLinearMap" in repr(f_jvp)
+    np.testing.assert_allclose(out.data, f(xs[0]))
 
 
 def test_a_non_linear_jvp_rule_is_caught():

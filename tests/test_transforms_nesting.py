@@ -265,3 +265,51 @@ def test_tensor_and_batched_take_numpy_bools_too():
     out = vmap(lambda x: x * np.bool_(False) + x)(X3)
     close(out, X3)
     assert not isinstance(out, Batched)
+
+
+# --- found by the composition test: a gradient closing over its own argument --------------
+
+
+def _grad_closing_over(x):
+    """d/dy sum(sin(y · x)) at y = x, x also closed over: cos(x²) · x."""
+    return grad(lambda y: ops.sin(y * x).sum())(x)
+
+
+def test_reverse_over_reverse_keeps_a_closed_over_argument_apart(torch):
+    """The inner grad differentiates a fresh node made from the outer leaf, not the leaf
+    itself (else d/dy picked up the closure's dependence too: twice the answer)."""
+    x = np.array([0.4, -0.9, 1.3])
+    close(_grad_closing_over(x), np.cos(x * x) * x)
+    got = grad(lambda x: _grad_closing_over(x).sum())(x)
+    close(got, np.cos(x * x) - 2 * x * x * np.sin(x * x))  # d/dx [cos(x²) x]
+    tf = torch.func
+    want = tf.grad(lambda x: tf.grad(lambda y: torch.sin(y * x).sum())(x).sum())(torch.tensor(x))
+    close(got, want.numpy())
+    close(jacrev(_grad_closing_over)(x), np.diag(np.cos(x * x) - 2 * x * x * np.sin(x * x)))
+
+
+def test_forward_over_reverse_replays_a_closed_over_dual(torch):
+    """jvp of a gradient whose function closes over the jvp's own dual: the recorded
+    gradient is a dual of graphs, both parts replayed (no Tensor left in the result)."""
+    X = np.array([[0.3, -0.5], [1.0, 2.0]])
+    T = np.ones_like(X)
+
+    def g(x):
+        return grad(lambda y: (ops.sin(y) * x).sum())(x)
+
+    want = (-np.sin(X) * X + np.cos(X)) * T
+    close(jvp(vmap(g), (X,), (T,))[1], want)
+    close(jvp(g, (X[0],), (T[0],))[1], want[0])
+    x = X[1]
+    got = hessian(lambda x: g(x).sum())(x)  # of sum(x cos x): diag(-x cos x - 2 sin x)
+    close(got, np.diag(-x * np.cos(x) - 2 * np.sin(x)))
+    tf = torch.func
+    want = tf.hessian(lambda x: tf.grad(lambda y: (torch.sin(y) * x).sum())(x).sum())
+    close(got, want(torch.tensor(x)).numpy())
+
+
+def test_jvp_of_vmap_of_vjp_with_a_dual_cotangent():
+    X = np.array([[0.3, -0.5], [1.0, 2.0]])
+    out, tangent = jvp(vmap(lambda x: vjp(ops.sin, x)[1](x)[0]), (X,), (X,))
+    close(out, np.cos(X) * X)
+    close(tangent, (-np.sin(X) * X + np.cos(X)) * X)
