@@ -17,7 +17,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 PYTEST_FLAGS ?=
 
-.PHONY: lab test test-min bench notebooks exercises slides lint format clean
+.PHONY: lab test test-min bench notebooks exercises slides book lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,8 +38,8 @@ TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q --retries 1 --extra-index-url $(TORCH_CPU_INDEX) $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[lab,test]'
-	touch $@ $(VENV)/.lab-installed
+	$(BIN)/pip install -q -e '.[lab,test,book]'
+	touch $@ $(VENV)/.lab-installed $(VENV)/.book-installed
 
 ## make lab: set up and open the course in JupyterLab, in a working copy (my-course/, git-ignored;
 ## `autodiff-lab start` copies the chapters and exercises there, keeping your edits), so using the
@@ -92,6 +92,16 @@ exercises: $(VENV)/.lab-installed
 ## make slides: every chapter as self-contained offline HTML slides in build/slides/
 slides: $(VENV)/.lab-installed
 	$(BIN)/autodiff-lab slides all --offline
+
+## make book: the course as a static website in build/book/ (open build/book/index.html): every
+## chapter and exercise notebook with its committed outputs (never re-run), the guides in docs/;
+## it loads nothing from the network
+$(VENV)/.book-installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[lab,book]'
+	touch $@
+
+book: $(VENV)/.book-installed
+	$(BIN)/python -m sphinx -q -b html -c docs -d build/book-doctrees . build/book
 
 ## make lint / make format: ruff (and mypy) checks / fixes (set up .venv first on a fresh clone)
 lint: $(VENV)/.test-installed
