@@ -61,3 +61,11 @@ def test_implicit_function_theorem_gives_the_derivative_from_the_solution_alone(
     assert implicit == pytest.approx(1 / (2 * math.sqrt(2)), abs=1e-15)  # closed form
     dg_dx = float(re.search(r"d g/dx at x\* = (\S+),", printed).group(1))
     assert abs(dg_dx) < 1e-15  # 1/2 (1 - a / x*^2) = 0 at x* = sqrt a
+
+
+def test_taylor_mode_paragraph_cites_the_counted_graph_growth():
+    text = _markdown(CH06)
+    assert "counted above: 618 nodes at order 6" in text and "Cauchy product" in text
+    assert "order 6:   618 nodes" in "".join(
+        _printed(c) for c in _cells(CH06) if c["cell_type"] == "code"
+    )
