@@ -81,3 +81,19 @@ def test_the_guides_commands_exist():
             options = {s for a in sub.choices[command]._actions for s in a.option_strings}
             for option in re.findall(r"(?<!\S)(--?[a-z][a-z-]*)", rest):
                 assert option in options, f"{guide.name}: autodiff-lab {command} {option}"
+
+
+def test_every_link_of_the_readme_and_the_guides_to_a_file_resolves():
+    """Relative links in README.md and docs/*.md point at files that exist (the built book's
+    links are checked in tests/test_book_site.py; links to other sites are not fetched)."""
+    broken, checked = [], 0
+    for doc in [ROOT / "README.md", *GUIDES]:
+        text = CODE.sub("", doc.read_text(encoding="utf-8"))
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (doc.parent / target.split("#", 1)[0]).resolve()
+            checked += 1
+            if not path.exists():
+                broken.append(f"{doc.name}: {target}")
+    assert checked > 20 and not broken, (checked, broken)
