@@ -319,3 +319,25 @@ def test_ch02_jax_linear_primitives_need_transpose_rules():
     assert "its primitives need only jvp rules" not in text
     assert "each need a *transpose* rule" in text and "`transpose_rules`" in text
     assert "transpos" in _markdown(NOTEBOOKS / "08_transformations.ipynb")
+
+
+def test_ch00_the_tiny_algebra_system_is_about_75_lines():
+    """Non-blank lines of Sym, its helpers, diff and evaluate (the demo lines that use them —
+    print(...), x_sym = ..., symbolic_value = ... — not counted)."""
+    starts = (
+        "class Sym:",
+        "def sym(v):",
+        "def diff(e, memo=None):",
+        "def evaluate(e, x, memo=None):",
+    )
+    code = [c for c in _cells(CH00) if c["cell_type"] == "code"]
+    lines = 0
+    for start in starts:
+        cell = next(c for c in code if _source(c).startswith(start))
+        lines += sum(
+            1
+            for line in _source(cell).splitlines()
+            if line.strip() and not line.startswith(("print(", "x_sym =", "symbolic_value ="))
+        )
+    assert 65 <= lines <= 85, lines
+    assert "(about 75 lines)" in _markdown(CH00)
