@@ -165,12 +165,35 @@ def _record(
     args = list(args)
     nums = list(nums)
     nested = _ReverseNesting.depth > 0 or any(is_node(args[i]) for i in nums)
-    leaves = [_leaf(args[i], scalar_as_value=scalar_as_value) for i in nums]
+    given = [args[i] for i in nums]
+    leaves = [_leaf(x, scalar_as_value=scalar_as_value) for x in given]
     for i, leaf in zip(nums, leaves, strict=True):
         args[i] = leaf
     with _running_reverse:
         out = f(*args)
+    if any(is_node(x) for x in given) and not _closes_over(out, given, leaves):
+        # f does not also close over the graph values it was given: differentiate them in
+        # place (run again), so the recorded graph has no extra x · 1 node per level
+        for i, x in zip(nums, given, strict=True):
+            args[i] = x
+        with _running_reverse:
+            out = f(*args)
+        leaves = given
     return out, leaves, nested
+
+
+def _closes_over(out: Any, given: Sequence, leaves: Sequence) -> bool:
+    """Whether the graph of ``out`` uses a given graph value other than through the fresh
+    node made from it (``_leaf``): the function closed over it as well."""
+    core = innermost(out)
+    if not is_node(core):
+        return True  # (a batch, a dual's tangent…: keep the fresh nodes, always right)
+    fresh = {id(leaf) for leaf, x in zip(leaves, given) if leaf is not x}
+    wanted = {id(x) for x in given if is_node(x)}
+    for node in graph.topological_order(core):
+        if id(node) not in fresh and any(id(p) in wanted for p in node._prev):
+            return True
+    return isinstance(out, Dual)
 
 
 def _one_output(out, where: str):
