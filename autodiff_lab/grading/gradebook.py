@@ -29,15 +29,18 @@ import csv
 import datetime as dt
 import hashlib
 import html
+import os
 import re
 import secrets
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from .results import NOT_GRADED
-from .safetext import printable, storable_path
+from .safetext import printable
 from .scoring import STATUSES
 
 if TYPE_CHECKING:
@@ -89,7 +92,8 @@ CSV_COLUMNS = [
 
 
 class Gradebook:
-    """A gradebook file; use as a context manager or call :meth:`close`."""
+    """A gradebook file; use as a context manager or call :meth:`close`. A
+    ``submission_key`` is a :attr:`~.results.Submission.key`, stored as it is."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -133,7 +137,7 @@ class Gradebook:
         record is not a grade: the grader's own failure is tried again)."""
         row = self.conn.execute(
             "SELECT sha256, status FROM submissions WHERE submission = ?",
-            (storable_path(submission_key),),
+            (submission_key,),
         ).fetchone()
         return row is not None and row["sha256"] == sha256 and row["status"] != NOT_GRADED
 
@@ -147,14 +151,12 @@ class Gradebook:
         with self.conn:
             self.conn.execute(
                 "INSERT OR REPLACE INTO in_progress VALUES (?, ?, ?, ?)",
-                (storable_path(submission_key), sha256, int(alone), _now()),
+                (submission_key, sha256, int(alone), _now()),
             )
 
     def clear_in_progress(self, submission_key: str) -> None:
         with self.conn:
-            self.conn.execute(
-                "DELETE FROM in_progress WHERE submission = ?", (storable_path(submission_key),)
-            )
+            self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (submission_key,))
 
     def record(self, result: SubmissionResult) -> None:
         """Insert or replace one submission's grades, atomically (and end its "in progress")."""
@@ -169,13 +171,13 @@ class Gradebook:
                      sandbox = excluded.sandbox, notes = excluded.notes,
                      graded_at = excluded.graded_at, duration_s = excluded.duration_s""",
                 (
-                    storable_path(sub.key), printable(sub.student), printable(sub.name),
+                    sub.key, printable(sub.student), printable(sub.name),
                     result.sha256, result.score, result.max_score, str(result.status),
                     result.seed, result.sandbox, "\n".join(map(printable, result.notes)),
                     result.graded_at, round(result.duration_s, 3),
                 ),
             )  # fmt: skip
-            key = storable_path(sub.key)
+            key = sub.key
             self.conn.execute("DELETE FROM in_progress WHERE submission = ?", (key,))
             ids = [e.exercise_id for e in result.exercises]
             self.conn.execute(
@@ -254,11 +256,13 @@ class Gradebook:
     def export_csv(self, path: str | Path, submissions: list[str] | None = None) -> int:
         """Write one CSV row per student and exercise (see the module docstring)."""
         rows = self.best_rows(submissions)
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="", encoding="utf-8") as f:
+
+        def write(f: TextIO) -> None:
             writer = csv.DictWriter(f, fieldnames=CSV_COLUMNS, extrasaction="ignore")
             writer.writeheader()
             writer.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)
+
+        _write_whole(Path(path), write)
         return len(rows)
 
     def export_summary(
@@ -286,8 +290,8 @@ class Gradebook:
             table[row["student"]]  # every student appears, even with nothing graded
             if row["exercise"]:
                 table[row["student"]][columns[_chapter(row["exercise"])]] += row["points"]
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="", encoding="utf-8") as f:
+
+        def write(f: TextIO) -> None:
             writer = csv.writer(f)
             writer.writerow(["student", "total", "maximum", *map(csv_cell, columns.values())])
             for student in sorted(table):
@@ -296,6 +300,8 @@ class Gradebook:
                     [csv_cell(student), _num(sum(points.values())), _num(maximum),
                      *(_num(points[c]) for c in columns.values())]
                 )  # fmt: skip
+
+        _write_whole(Path(path), write)
         return len(table)
 
     def write_reports(
@@ -327,9 +333,27 @@ class Gradebook:
                 name = report_name(student, digits)
             taken.add(name.lower())
             path = folder / f"{name}.{fmt}"
-            path.write_text(render(student, subs, results), encoding="utf-8")
+            _write_whole(path, partial(_write_text, render(student, subs, results)))
             written.append(path)
         return written
+
+
+def _write_whole(path: Path, write: Callable[[TextIO], object]) -> None:
+    """Write ``path`` whole or not at all: into a file beside it, renamed over it when done,
+    so a grader stopped mid-export leaves the previous file, never half a class's CSV that
+    a lecturer could upload as the whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        with open(partial, "w", newline="", encoding="utf-8") as f:
+            write(f)
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _write_text(text: str, f: TextIO) -> None:
+    f.write(text)
 
 
 def _now() -> str:

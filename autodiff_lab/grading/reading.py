@@ -17,6 +17,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 from . import notebook_facts
@@ -38,8 +39,8 @@ MAX_STUDENT_BYTES = 100 * 2**20  # staged for one student in all (notebooks + th
 def _notebooks_under(folder: Path, warnings: list[str]) -> list[Path]:
     """Every ``.ipynb`` below ``folder``, at most :data:`MAX_FOLDER_DEPTH` levels down.
 
-    Walked with a stack, not recursion (a tree 1 100 levels deep is just deep); links to
-    folders are not followed; a folder that cannot be listed, or lies deeper, is skipped
+    Walked with a stack, not recursion (a tree 1 100 levels deep is just deep); a link to
+    a folder is not followed, a folder that cannot be listed or lies deeper is skipped, each
     with a warning for the lecturer. Whatever is named ``*.ipynb`` is returned, regular
     file or not: :func:`stage` refuses the others with a status.
     """
@@ -55,7 +56,9 @@ def _notebooks_under(folder: Path, warnings: list[str]) -> list[Path]:
             warnings.append(f"could not list {here} ({exc.strerror}): not searched")
             continue
         for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_symlink() and entry.is_dir():  # maybe another student's folder
+                warnings.append(f"{entry.path} is a link to a folder: not searched")
+            elif entry.is_dir(follow_symlinks=False):
                 if entry.name == ".ipynb_checkpoints":
                     continue
                 if depth >= MAX_FOLDER_DEPTH:
@@ -186,7 +189,8 @@ def stage(submissions: list[Submission], root: Path) -> list[Staged]:
     files (data, helper modules) along into ``root/NNNNN/``; one in a shared folder comes
     alone. A symbolic link is never followed: it may point at another student's work; a
     hard link to another submission in the batch is graded, with a note on both naming
-    the other (nothing tells which name is the author's). A failure staging one notebook
+    the other (nothing tells which name is the author's); so is a student's name that reads
+    the same as another's (:func:`looks_like`). A failure staging one notebook
     is that notebook's status, never the batch's.
     """
     staged = []
@@ -225,6 +229,7 @@ def stage(submissions: list[Submission], root: Path) -> list[Staged]:
         budget[sub.student] = left
         staged.append(Staged(sub, sha256, folder, notebook=notebook))
         inodes.setdefault((info.st_dev, info.st_ino), []).append(len(staged) - 1)
+    _name_lookalikes(staged)
     for same in inodes.values():
         for i in same if len(same) > 1 else ():
             others = ", ".join(staged[j].submission.name for j in same if j != i)
@@ -233,6 +238,29 @@ def stage(submissions: list[Submission], root: Path) -> list[Staged]:
                 "is graded for each; check whose it is"
             )
     return staged
+
+
+def looks_like(name: str) -> str:
+    """A name as a reader sees it: compatibility forms folded (NFKC: ``ﬁ`` is ``fi``, a
+    composed ``é`` is ``e`` + accent), case and runs of white space ignored."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def _name_lookalikes(staged: list[Staged]) -> None:
+    """Note, on each, students whose names differ but read the same ("ann" and "Ann ", a
+    composed and a decomposed "café"): a spreadsheet or LMS would show or match them as
+    one. Letters of other scripts that look alike (a Cyrillic "а") are not caught."""
+    seen: dict[str, set[str]] = {}
+    for st in staged:
+        seen.setdefault(looks_like(st.submission.student), set()).add(st.submission.student)
+    for st in staged:
+        others = sorted(seen[looks_like(st.submission.student)] - {st.submission.student})
+        if others:
+            st.notes.append(
+                "this student's name reads the same as another's ("
+                + ", ".join(f"'{o}'" for o in others)
+                + "): they are graded apart; check which is whose"
+            )
 
 
 def _mb(n: int) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .safetext import one_line, printable, storable_path
+from .safetext import name_text, one_line, printable, storable_path
 from .sandbox import Sandbox, choose
 from .scoring import ExerciseResult, Outcome
 from .spec import Case, Exercise
@@ -42,13 +42,15 @@ class Submission:
     own_folder: bool = False  # the notebook sits in a folder of this student's alone
 
     def __post_init__(self) -> None:
-        # Names are shown and stored: control characters and undecodable bytes escaped.
+        # Names are shown and stored: control characters and undecodable bytes escaped;
+        # the student's one to one (it tells students apart).
         self.name = printable(self.name or self.path.name)
-        self.student = printable(self.student)
+        self.student = name_text(self.student)
 
     @property
     def key(self) -> str:
-        """The gradebook's key: the absolute path (stays on the lecturer's machine)."""
+        """The gradebook's key: the absolute path (stays on the lecturer's machine), as
+        :func:`~.safetext.storable_path` makes it, one to one."""
         return storable_path(os.path.abspath(self.path))
 
 

@@ -37,10 +37,20 @@ def one_line(text: object, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
+def name_text(name: object) -> str:
+    """A name that identifies a student, as :func:`printable` shows it but one to one: a
+    backslash is doubled first, so a folder literally named ``caf\\udce9`` never becomes
+    the same student as one whose name holds the byte that escape stands for."""
+    return printable(str(name).replace("\\", "\\\\"))
+
+
 def storable_path(path: str | os.PathLike[str]) -> str:
-    """A path as text SQLite can hold: bytes that are not UTF-8 (a file name in Latin-1)
-    as ``\\xff`` escapes rather than the lone surrogates Python decodes them to."""
+    """A path as text SQLite can hold, one to one (it is the gradebook's key): a backslash
+    doubled, bytes that are not UTF-8 (a file name in Latin-1) as ``\\xff`` escapes rather
+    than the lone surrogates Python decodes them to — so a folder literally named
+    ``caf\\xe9`` never takes the key of the one whose name holds that byte."""
     try:
-        return os.fsencode(os.fspath(path)).decode("utf-8", "backslashreplace")
+        raw = os.fsencode(os.fspath(path))
     except UnicodeEncodeError:  # a surrogate that did not come from the file system
-        return printable(path)
+        return name_text(path)
+    return raw.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
