@@ -290,3 +290,25 @@ def test_a_notebook_swapped_between_look_and_read_is_refused(tmp_path):
     os.replace(theirs, mine)  # the swap
     with pytest.raises(OSError, match="changed while it was being read"):
         reading._copy_file(mine, tmp_path / "copy", looked_at, 2**20)
+
+
+def test_a_composed_and_a_decomposed_name_read_the_same(tmp_path):
+    """ "café" typed on two machines (NFC, NFD) is two folders on Linux and one name to read."""
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    assert reading.looks_like(nfc) == reading.looks_like(nfd) != reading.looks_like("cafe")
+    subs = [Submission(tmp_path / name / "97_x.ipynb", name) for name in (nfc, nfd)]
+    staged = [reading.Staged(s, "", None, "unreadable") for s in subs]
+    reading._name_lookalikes(staged)
+    assert [st.notes for st in staged] == [
+        [f"this student's name reads the same as another's ('{other}'): they are graded "
+         "apart; check which is whose"]
+        for other in (nfd, nfc)
+    ]  # fmt: skip
+
+
+def test_one_notebook_named_three_ways_is_one_submission(tmp_path):
+    notebook = write_notebook(tmp_path / "subs" / "ann" / "97_work.ipynb", ONLY_DSIN)
+    found = reading.collect_submissions(
+        [tmp_path / "subs", notebook, tmp_path / "subs" / "ann" / ".." / "ann" / "97_work.ipynb"]
+    )
+    assert [(s.student, s.name) for s in found] == [("ann", "ann/97_work.ipynb")]
