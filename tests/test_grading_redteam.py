@@ -296,6 +296,8 @@ def test_a_composed_and_a_decomposed_name_read_the_same(tmp_path):
     """ "café" typed on two machines (NFC, NFD) is two folders on Linux and one name to read."""
     nfc, nfd = "caf\u00e9", "cafe\u0301"
     assert reading.looks_like(nfc) == reading.looks_like(nfd) != reading.looks_like("cafe")
+    for lookalike in ("ann\u00a0", "\uff41\uff4e\uff4e", "ANN", " ann "):
+        assert reading.looks_like(lookalike) == "ann", lookalike  # no-break space, full width
     subs = [Submission(tmp_path / name / "97_x.ipynb", name) for name in (nfc, nfd)]
     staged = [reading.Staged(s, "", None, "unreadable") for s in subs]
     reading._name_lookalikes(staged)
