@@ -24,7 +24,7 @@ from ..runners.ch06 import (
     _taylor_run,
 )
 from ..spec import Case, Exercise, Mistake, close
-from ._common import draw, number
+from ._common import draw, is_error, number
 
 __all__ = ["EXERCISES", "SCALAR_DERIVATIVES", "TAG_ANSWERS", "VECTOR_HESSIANS"]
 
@@ -355,8 +355,8 @@ def _is_confused(got, expected, case) -> bool:
 TAGGED = Exercise(
     id="6.4",
     title="A forward-mode derivative that nests",
-    level="medium",
-    minutes=20,
+    level="easy",  # the chapter shows tagging; what is left is a few lines with Dual
+    minutes=15,
     task="derivative(f, x): df/dx with Dual(x, 1.0, tag) for a fresh tag = new_tag(); "
     "the tangent only if f(...) is a Dual with that tag, else 0.0",
     answer="derivative",
@@ -364,6 +364,11 @@ TAGGED = Exercise(
     run=_tag_run,
     reference=_tag_reference,
     mistakes=(
+        Mistake(
+            "This exercise is the tagging itself: build the Dual with a fresh tag yourself "
+            "instead of calling a ready-made jvp (which tags for you).",
+            lambda got, exp, case: is_error(got, "LibraryCode"),
+        ),
         Mistake(
             "Perturbation confusion: the inner derivative also picked up the outer one's "
             "perturbation of x (d/dx [x · d/dy (x + y)] comes out 2 instead of 1). Give "

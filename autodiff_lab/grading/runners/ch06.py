@@ -129,6 +129,17 @@ TAG_PROBLEMS = {
 }
 
 
+#: 6.4 asks for the tagging that the package's jvp (and torch's, jax's) already does.
+TAGGING_LIBRARIES = ("autodiff_lab.functional", "torch", "jax", "functorch")
+
+
 def _tag_run(answer, inputs):
+    """The nested problem's value with the student's ``derivative``; an answer that hands
+    the work to a ready-made jvp (the chapter's one-liner) is a ``LibraryCode`` record."""
+    from .capstones import library_error, ready_made_parts
+
+    used = ready_made_parts(answer, banned_modules=TAGGING_LIBRARIES)
+    if used:
+        return library_error(f"derivative uses {used}; tag the Dual yourself")
     name, x = inputs
     return number(TAG_PROBLEMS[name](answer, x))
