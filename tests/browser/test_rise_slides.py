@@ -188,12 +188,12 @@ def test_chapter_05_dashboard_start_trains_in_the_slideshow(lecture, screenshot)
     dashboard = walk_to(slideshow, ".widget-button:has-text('Start')")
     start = dashboard.locator(".widget-button", has_text="Start").first
     status = dashboard.locator(".widget-html-content").first
-    expect(status).to_contain_text("untrained")
+    expect(status).to_contain_text("untrained MLP")
     picture = dashboard.locator(".widget-image img").first
     before = picture.get_attribute("src")
     start.click()
     expect(status).to_contain_text(re.compile(r"step \d+,"), timeout=60_000)
-    expect(status).not_to_contain_text("untrained", timeout=60_000)
+    expect(status).not_to_contain_text("untrained MLP", timeout=60_000)
     assert picture.get_attribute("src") != before  # a new picture came from the kernel
     screenshot(slideshow, "rise_1280x720_05_dashboard_after_start")
     lecture.console_clean()
