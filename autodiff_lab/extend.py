@@ -564,7 +564,7 @@ def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cel
     if not is_node(recorded):  # the output does not depend on any input
         return [None] * len(inputs)
     seed = g
-    if create_graph and not is_node(g):
+    if create_graph and not isinstance(g, Traced):  # (a batch of cotangents stays a batch)
         seed = _fresh_leaf(g)
     found = graph.backpropagate(
         recorded, seed, create_graph=create_graph, accumulate=False, wanted=leaves + captured

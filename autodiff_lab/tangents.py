@@ -20,7 +20,7 @@ from typing import Any
 
 from .dual import Dual
 from .graph import topological_order
-from .kinds import is_node
+from .kinds import BatchedArray, is_node
 from .primitives import bind
 
 
@@ -52,6 +52,8 @@ def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> A
             # p + t·ε with both parts replayed (each may now move: ε² = 0 adds them up)
             primal, tangent = new_value(out.primal), new_value(out.tangent)
             return primal + tangent * Dual(0.0, 1.0, out.tag)
+        if isinstance(out, BatchedArray):  # a batch of graph values: each one replayed
+            return type(out)(new_value(out.val), out.tag)  # type: ignore[call-arg]
         if not is_node(out):
             return out
         for node in topological_order(out):

@@ -362,6 +362,7 @@ CHOSEN_TRIPLES = [
     ("vjp", "vmap_in_axes", "hessian"),
     ("jacfwd_vectorized", "grad", "checkpoint"),
     ("jacrev_vectorized", "vmap", "custom_jvp"),
+    ("jacrev", "jacrev_vectorized", "checkpoint"),  # (a batch of cotangents in a checkpoint)
 ]
 TRIPLES = list(itertools.product(STAGES, repeat=3)) if LONG else CHOSEN_TRIPLES
 
