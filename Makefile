@@ -17,7 +17,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 PYTEST_FLAGS ?=
 
-.PHONY: lab test test-min bench notebooks exercises slides book lint format clean
+.PHONY: lab test test-exhaustive test-min bench notebooks exercises slides book lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +55,12 @@ test: $(VENV)/.test-installed
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m autodiff_lab.cli build-exercises --check
-	$(BIN)/python tools/run_pytest.py $(PYTEST_FLAGS)
+	$(BIN)/python tools/run_pytest.py -m "not exhaustive" $(PYTEST_FLAGS)
+
+## make test-exhaustive: the tests that take minutes, kept out of make test's 5-minute budget
+## (every chapter cell submitted to every exercise); .ci/run runs them after make test
+test-exhaustive: $(VENV)/.test-installed
+	$(BIN)/python -m pytest -m exhaustive tests -p no:cacheprovider -q -ra
 
 ## make test-min: the lowest versions pyproject.toml allows (uv's lowest-direct resolution),
 ## running the engine tests and strict nbval. pip installs the pinned torch first, so that uv

@@ -71,6 +71,10 @@ def pytest_make_collect_report(collector):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: takes seconds (deselect with -m 'not slow')")
+    config.addinivalue_line(
+        "markers",
+        "exhaustive: takes minutes; run by `make test-exhaustive` (and CI), not by `make test`",
+    )
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook

@@ -104,7 +104,7 @@ NOT_YET = {7, 8}
 CHAPTERS = sorted({e.chapter for e in registry.course_exercises()} - NOT_YET)
 
 
-@pytest.mark.slow  # about ten minutes for the course: every chapter cell against every exercise
+@pytest.mark.exhaustive  # about ten minutes: every chapter cell against every exercise
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_no_chapter_or_given_cell_scores_half_of_an_exercise(chapter):
     exercises = [e for e in registry.course_exercises() if e.chapter == chapter]
