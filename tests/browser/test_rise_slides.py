@@ -36,6 +36,7 @@ pytestmark = [
     pytest.mark.xfail(
         not LIVE_IN_RISE,
         strict=True,
+        run=False,  # known to fail here: not worth minutes of widget timeouts per make test
         reason="RISE 0.43.1 cannot load ipywidgets 8's widget manager (rise#119)",
     ),
 ]
