@@ -326,10 +326,12 @@ def test_the_norm_and_logsumexp_runners_grade_backwards_gradient_not_x_grad():
     assert _safe_norm_run(preset_norm, ([3.0, 4.0],))["grad"] is None
 
     def preset_lse(x):
-        x.grad = np.full(x.data.shape, 0.5)
+        if isinstance(x, Tensor):  # the runner first calls an answer that is no custom_jvp
+            x.grad = np.full(x.data.shape, 0.5)
         return ops.sum(Tensor(np.array([1.0]), requires_grad=True))
 
-    assert _logsumexp_run(preset_lse, ([0.0, 0.0], 1.0))["grad"] is None
+    # 7.2 is a custom_jvp now: a plain function that writes x.grad is refused, never graded
+    assert _logsumexp_run(preset_lse, ([0.0, 0.0], 1.0, [1.0, 0.0])).get("grad") is None
 
 
 def test_the_long_input_reference_is_the_closed_form():

@@ -78,7 +78,8 @@ def test_backward_stepper_and_explorer_in_jupyterlab(jupyterlab, widgets_noteboo
     expect(image).to_be_visible()
     before = image.get_attribute("src")
     set_slider(explorer, 0.5)
-    expect(explorer.locator(".widget-html-content")).to_contain_text("x = 0.500")
+    # the readout is one of the explorer's HTML widgets (its plot is another)
+    expect(explorer.locator(".widget-html-content", has_text="x = 0.500")).to_be_visible()
     assert image.get_attribute("src") != before  # a new plot arrived
     drawing = (
         page.locator(".jp-Cell")
