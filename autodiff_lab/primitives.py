@@ -530,36 +530,28 @@ def _share(a, b, wins: Callable):
     return share.astype(np.result_type(*dtypes, np.float32))  # float32 stays float32
 
 
-MAXIMUM = primitive(  # the larger of a and b, entry by entry
-    "maximum",
-    _numbers_stay_numbers(np.maximum),
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g * _share(a, b, operator.gt), a),
-        lambda g, out, a, b: unbroadcast(g * _share(b, a, operator.gt), b),
-    ),
-    jvp=(
-        lambda t, out, a, b: _bcast(t * _share(a, b, operator.gt), out),
-        lambda t, out, a, b: _bcast(t * _share(b, a, operator.gt), out),
-    ),
-    batch="broadcasting",
-    rule="d max(a, b)/da = 1 where a > b, ½ where a = b, else 0 (and alike for b)",
-    domain=EVERYWHERE,
-)
-MINIMUM = primitive(  # the smaller of a and b, entry by entry
-    "minimum",
-    _numbers_stay_numbers(np.minimum),
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g * _share(a, b, operator.lt), a),
-        lambda g, out, a, b: unbroadcast(g * _share(b, a, operator.lt), b),
-    ),
-    jvp=(
-        lambda t, out, a, b: _bcast(t * _share(a, b, operator.lt), out),
-        lambda t, out, a, b: _bcast(t * _share(b, a, operator.lt), out),
-    ),
-    batch="broadcasting",
-    rule="d min(a, b)/da = 1 where a < b, ½ where a = b, else 0 (and alike for b)",
-    domain=EVERYWHERE,
-)
+def _extremum(name: str, forward: Callable, wins: Callable, word: str, sign: str) -> Primitive:
+    """maximum (wins = >) or minimum (wins = <): the gradient goes to the operand that wins,
+    split in halves on a tie (as torch does)."""
+    return primitive(
+        name,
+        _numbers_stay_numbers(forward),
+        vjp=(
+            lambda g, out, a, b: unbroadcast(g * _share(a, b, wins), a),
+            lambda g, out, a, b: unbroadcast(g * _share(b, a, wins), b),
+        ),
+        jvp=(
+            lambda t, out, a, b: _bcast(t * _share(a, b, wins), out),
+            lambda t, out, a, b: _bcast(t * _share(b, a, wins), out),
+        ),
+        batch="broadcasting",
+        rule=f"d {word}(a, b)/da = 1 where a {sign} b, ½ where a = b, else 0 (and alike for b)",
+        domain=EVERYWHERE,
+    )
+
+
+MAXIMUM = _extremum("maximum", np.maximum, operator.gt, "max", ">")  # the larger, entry by entry
+MINIMUM = _extremum("minimum", np.minimum, operator.lt, "min", "<")  # the smaller, entry by entry
 
 # --- elementwise functions ---------------------------------------------------------------
 # Each is also a function of every kind of number (``ops.exp``) and a method of Value,
