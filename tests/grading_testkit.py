@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
+import sqlite3
 from pathlib import Path
 
 import nbformat
@@ -64,3 +68,29 @@ def bubblewrap_or_skip():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must run the sandbox tests: {exc}")
         pytest.skip(str(exc))
+
+
+def grade_folder(subs: Path, root: Path, column: str) -> dict:
+    """``autodiff-lab grade SUBS`` as a lecturer runs it (no sandbox, 2 workers, 10 s cells),
+    its exports written under ``root``: the exit code, the CSV rows, the summary, the paths,
+    what it printed, and each student's (status, notes, ``column``) from the gradebook."""
+    paths = {k: root / v for k, v in
+             [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv"),
+              ("report", "reports")]}  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = run_cli(
+            ["grade", str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]),
+             "--summary", str(paths["summary"]), "--report", str(paths["report"]),
+             "-j", "2", "--timeout", "10", "--sandbox", "none", "--quiet",
+             "--exercises-module", EXERCISES_MODULE]
+        )  # fmt: skip
+    with open(paths["csv"], newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    with open(paths["summary"], newline="", encoding="utf-8") as f:
+        summary = list(csv.reader(f))
+    with sqlite3.connect(paths["db"]) as conn:
+        query = f"SELECT student, status, notes, {column} FROM submissions"
+        subs_rows = {r[0]: r[1:] for r in conn.execute(query)}
+    return {"rc": rc, "rows": rows, "summary": summary, "paths": paths, "out": out.getvalue(),
+            "err": err.getvalue(), "subs": subs_rows, "db": paths["db"]}  # fmt: skip

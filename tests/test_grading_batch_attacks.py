@@ -10,17 +10,19 @@ module. Expected points are the test exercises' closed forms (chapter 97: 6 + 6 
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import os
-import sqlite3
 import tracemalloc
 from pathlib import Path
 
 import pytest
-from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
+from grading_testkit import (
+    CORRECT,
+    grade_folder,
+    load_test_exercises,
+    write_notebook,
+)
 
 from autodiff_lab.grading import batch, grader, isolation, reading
 from autodiff_lab.grading.gradebook import NOT_GRADED, Gradebook, report_name
@@ -117,26 +119,7 @@ def _grade_the_class(root: Path) -> dict:
     # §5: 50 MB of stored output (outputs play no part in grading)
     output = {"output_type": "stream", "name": "stdout", "text": ["y" * 99 + "\n"] * 500_000}
     _write_notebook_json(subs / "chatty" / "97_work.ipynb", HONEST, [output])
-    paths = {k: root / v for k, v in
-             [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv"),
-              ("report", "reports")]}  # fmt: skip
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = run_cli(
-            ["grade", str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]),
-             "--summary", str(paths["summary"]), "--report", str(paths["report"]),
-             "-j", "2", "--timeout", "10", "--sandbox", "none", "--quiet",
-             "--exercises-module", EXERCISES_MODULE]
-        )  # fmt: skip
-    with open(paths["csv"], newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    with open(paths["summary"], newline="", encoding="utf-8") as f:
-        summary = list(csv.reader(f))
-    with sqlite3.connect(paths["db"]) as conn:
-        subs_rows = {r[0]: r[1:] for r in conn.execute(
-            "SELECT student, status, notes, sha256 FROM submissions")}  # fmt: skip
-    return {"rc": rc, "rows": rows, "summary": summary, "paths": paths, "out": out.getvalue(),
-            "err": err.getvalue(), "subs": subs_rows}  # fmt: skip
+    return grade_folder(subs, root, "sha256")
 
 
 def _remove_chain(top: Path) -> None:

@@ -11,16 +11,19 @@ test exercises' closed forms (chapter 97: 6 + 6 + 4 = 16; 97.1 alone: 6).
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
-from grading_testkit import CORRECT, EXERCISES_MODULE, load_test_exercises, run_cli, write_notebook
+from grading_testkit import (
+    CORRECT,
+    grade_folder,
+    load_test_exercises,
+    write_notebook,
+)
 
 from autodiff_lab.grading import gradebook as gradebook_module
 from autodiff_lab.grading import reading
@@ -100,26 +103,7 @@ def attacked(tmp_path_factory):
         subs / "manycells" / "97_work.ipynb",
         _nb([*many, _cell(CORRECT["dsin"]), _cell(wrong_dsin)]),
     )
-    paths = {k: root / v for k, v in
-             [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv"),
-              ("report", "reports")]}  # fmt: skip
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = run_cli(
-            ["grade", str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]),
-             "--summary", str(paths["summary"]), "--report", str(paths["report"]),
-             "-j", "2", "--timeout", "10", "--sandbox", "none", "--quiet",
-             "--exercises-module", EXERCISES_MODULE]
-        )  # fmt: skip
-    with open(paths["csv"], newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    with open(paths["summary"], newline="", encoding="utf-8") as f:
-        summary = list(csv.reader(f))
-    with sqlite3.connect(paths["db"]) as conn:
-        subs_rows = {r[0]: r[1:] for r in conn.execute(
-            "SELECT student, status, notes, score FROM submissions")}  # fmt: skip
-    return {"rc": rc, "rows": rows, "summary": summary, "paths": paths, "err": err.getvalue(),
-            "subs": subs_rows, "db": paths["db"]}  # fmt: skip
+    return grade_folder(subs, root, "score")
 
 
 def totals(attacked) -> dict[str, str]:
