@@ -220,8 +220,38 @@ def test_tasks_are_still_counted_when_the_sandboxs_proc_is_out_of_reach(tmp_path
 
     monkeypatch.setattr(accounting.os, "listdir", refusing)
     forky = "import subprocess, time\nkids = [subprocess.Popen(['sleep', '20']) for _ in range(12)]"
-    run = run_cells(tmp_path, ["x = 1", forky + "\ntime.sleep(20)"], max_processes=8)
+    # Their memory is counted too: on a busy machine (the test suite's own processes) that is
+    # more than a worker's usual limit, so the limit is set out of reach — processes are tested.
+    run = run_cells(tmp_path, ["x = 1", forky + "\ntime.sleep(20)"], max_processes=8,
+                    memory_mb=1e6)  # fmt: skip
     assert run.stopped_for == "processes" and run.phase == ("cell", 1), run
+
+
+def test_a_sandbox_still_being_set_up_is_charged_only_its_own_processes():
+    """While bubblewrap sets up, the sandbox's first process is in its new PID namespace but
+    its root, and so ``/proc/<it>/root/proc``, is still the machine's: counting that listing
+    charged every process of a busy machine to the worker, which was then stopped "before it
+    was ready" for processes or memory. (``unshare`` leaves a process in exactly that state.)"""
+    import shutil
+    import subprocess
+
+    from autodiff_lab.grading.accounting import ProcessWatch
+
+    if not shutil.which("unshare"):
+        pytest.skip("needs unshare (util-linux)")
+    leader = subprocess.Popen(["unshare", "--user", "--map-root-user", "--pid", "--fork",
+                               "sleep", "30"])  # fmt: skip
+    try:
+        watch = ProcessWatch(leader.pid, token="", env_name="", sandboxed=True)
+        deadline = time.monotonic() + 10
+        while not watch._find_anchor() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not watch.anchor:
+            pytest.skip("unshare could not make a PID namespace here")
+        assert watch.tasks() == 1, watch.known  # sleep alone, not the machine's processes
+    finally:
+        leader.kill()
+        leader.wait()
 
 
 # --- infrastructure failures: the grader's, never the student's --------------------------

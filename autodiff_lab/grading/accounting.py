@@ -25,8 +25,11 @@ measure, summed over every process of one worker:
 
 Which processes belong to a worker: in the sandbox, every process of its PID namespace,
 listed through the namespace's own ``/proc`` (``/proc/<its first process>/root/proc``: no
-new session or cleared environment leaves it); without, every process carrying the run's
-token in its environment (:func:`processes_with_token`).
+new session or cleared environment leaves it) once it is mounted, and until then (while
+bubblewrap sets the sandbox up, that path is the machine's own ``/proc``: counting it would
+charge every process of the machine to the worker) by the namespace of each of the machine's
+processes; without the sandbox, every process carrying the run's token in its environment
+(:func:`processes_with_token`).
 
 Where the measure is the only limit (no cgroup is used; see the README), a burst between two
 looks is not seen: tasks are counted every :data:`TASK_CHECK_SECONDS`, memory every
@@ -182,7 +185,11 @@ class ProcessWatch:
         elif self._find_anchor():
             inside = f"/proc/{self.anchor}/root/proc"
             try:
-                self.known = [f"{inside}/{n}" for n in os.listdir(inside) if n.isdigit()]
+                own = os.readlink(f"{inside}/1/ns/pid") == _pid_namespace(self.anchor)
+                if own:
+                    self.known = [f"{inside}/{n}" for n in os.listdir(inside) if n.isdigit()]
+                else:  # still the machine's /proc (the sandbox is being set up): scan them all
+                    self.known = self._scan_namespace()
             except PermissionError:  # its /proc is out of the grader's reach: scan them all
                 self.known = self._scan_namespace()
             except OSError:  # the namespace is gone: nothing of it is left running
