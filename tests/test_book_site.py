@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.exhaustive  # a Sphinx build of the whole course: about a minute
 
 #: Sphinx warnings the build may give, each with why it is not the book's fault.
 ACCEPTED_WARNINGS = [

@@ -10,7 +10,6 @@ have the promised shape (fan-out, depth, a 5,000-op chain).
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -442,13 +441,6 @@ def test_the_simulator_behind_the_hints_agrees_with_the_library_when_right():
         program = case.inputs[0]
         expected = ch03_value.value_reference(case.inputs)["grads"]
         np.testing.assert_allclose(ch03_value.simulate(program), expected, rtol=1e-9, atol=1e-12)
-
-
-def test_grading_the_capstone_is_fast():
-    start = time.perf_counter()
-    check("3.6", Right, show=False)
-    check("3.6", RecursiveTopo, show=False)
-    assert time.perf_counter() - start < 5.0
 
 
 def test_build_program_names_the_class_it_used():

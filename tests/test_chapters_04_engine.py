@@ -608,7 +608,7 @@ def _compared_text(cell) -> list[str]:
     return [nbval_sanitized(text) for text in compared]
 
 
-@pytest.mark.slow
+@pytest.mark.exhaustive  # the chapter run again on perturbed data, beside the SIMD-off pass
 def test_stored_outputs_survive_a_perturbation_far_above_round_off():
     """Every random array and the moons data shaken by a relative 1e-9 (round-off on another
     CPU is about 1e-16): every printed line stays the committed one."""

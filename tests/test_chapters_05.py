@@ -9,7 +9,6 @@ with the tolerance the text allows.)
 import json
 import math
 import re
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ from notebook_helpers import printed_text
 
 from autodiff_lab import Tensor, data, nn, optim
 from autodiff_lab.viz import TrainingDashboard
+from benchmarks.bench_claims import CH05_SPEEDUP, neuron_by_hand
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "05_training_an_mlp.ipynb"
 SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
@@ -164,61 +164,17 @@ def test_vanishing_gradient_claims_of_theprinted_text(cells):
     assert turns(0.9) > 20 and turns(0.0) < 5  # "the zig-zag is momentum"
 
 
-def _fastest_epoch(model, as_input, X, y, batch_size: int, repeats: int = 7) -> float:
-    opt = optim.SGD(model.parameters(), lr=0.05)
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for xb, yb in data.batches(X, y, batch_size=batch_size, seed=0):
-            opt.zero_grad()
-            nn.svm_hinge(as_input(model, xb), yb, model.parameters(), alpha=1e-4).backward()
-            opt.step()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
-@pytest.mark.slow
 def test_speed_claims_of_theprinted_text(cells):
-    """Sections 2 and 6 claim: the tensor engine is more than 10x faster per epoch in
-    mini-batches of 10 (measured 12-18x on a busy 2-core machine), more than 30x on the full
-    batch of 100 (measured 65-130x), and a tensor step on 100 points takes about as long as
-    one on 10. Other programs only slow a measurement down and rarely both engines alike:
-    each time is the fastest of 7 epochs, and a failed measurement is repeated twice."""
-    X, y01 = data.make_moons(100, noise=0.1, seed=0)
-    y = 2 * y01 - 1
-
-    def measure() -> tuple[dict, dict]:
-        ratios, tensor_step = {}, {}
-        for batch_size in (10, 100):
-            scalar = _fastest_epoch(
-                nn.MLP(2, [16, 16, 1], rng=0), lambda m, xb: [m(r) for r in xb.tolist()],
-                X, y, batch_size,
-            )  # fmt: skip
-            tensor = _fastest_epoch(
-                nn.TensorMLP(2, [16, 16, 1], rng=0), lambda m, xb: m(Tensor(xb)), X, y,
-                batch_size,
-            )  # fmt: skip
-            ratios[batch_size] = scalar / tensor
-            tensor_step[batch_size] = tensor / (100 // batch_size)
-        return ratios, tensor_step
-
-    def claims_hold(ratios, tensor_step) -> bool:
-        return (
-            ratios[10] > 10
-            and ratios[100] > 30
-            and ratios[100] > 2 * ratios[10]
-            and 0.5 < tensor_step[100] / tensor_step[10] < 3  # "about as long"
-        )
-
-    for _ in range(3):
-        ratios, tensor_step = measure()
-        if claims_hold(ratios, tensor_step):
-            break
-    assert claims_hold(ratios, tensor_step), (ratios, tensor_step)
+    """Sections 2 and 6 claim the tensor engine is more than 10x faster per epoch in
+    mini-batches of 10 and more than 30x on the full batch of 100 (the chapter's timed cells
+    print what this machine measures). The figures are measured, and the claims asserted, by
+    ``make bench`` (benchmarks/bench_claims.py), not here: a timed test fails on a busy
+    machine."""
     markdown = _markdown(cells)
     assert "more than 10× per\nepoch with mini-batches of 10" in markdown
     assert "more than 30×" in markdown
     assert "hundred times" not in markdown
+    assert CH05_SPEEDUP == {10: 10, 100: 30}
 
 
 def test_check_yourself_answer_on_the_l2_term(cells):
@@ -242,12 +198,6 @@ def test_pictures_and_structure(cells):
     assert timed and all("nbval-ignore-output" in c["metadata"].get("tags", []) for c in timed)
 
 
-def _neuron_by_hand(neuron, x):
-    """micrograd's neuron: b + w1*x1 + ... + wn*xn, one node per * and per +."""
-    act = sum((wi * xi for wi, xi in zip(neuron.w, x)), neuron.b)
-    return act.relu() if neuron.nonlin else act
-
-
 def test_one_neuron_is_three_operation_nodes_instead_of_2n_plus_1():
     """nn.py's docstring: dot, + b, activation — against n *, n + and the activation."""
     from autodiff_lab import Value
@@ -258,35 +208,7 @@ def test_one_neuron_is_three_operation_nodes_instead_of_2n_plus_1():
         x = [Value(float(k + 1)) for k in range(n)]
         leaves = n + n + 1  # weights, inputs, bias
         assert len(topological_order(neuron(x))) == leaves + 3
-        assert len(topological_order(_neuron_by_hand(neuron, x))) == leaves + 2 * n + 1
-
-
-@pytest.mark.slow
-def test_the_dot_node_makes_a_scalar_training_step_several_times_faster():
-    """nn.Neuron's docstring: 'a training step several times faster' than the sum of
-    products (measured ~3.5x: fastest of 5 full-batch steps on 100 moons points)."""
-
-    def mlp_by_hand(model, x):
-        for layer in model.layers:
-            x = [_neuron_by_hand(neuron, x) for neuron in layer.neurons]
-        return x[0]
-
-    X, y01 = data.make_moons(100, noise=0.1, seed=0)
-    model = nn.MLP(2, [16, 16, 1], rng=0)
-
-    def fastest_step(forward) -> float:
-        best = math.inf
-        for _ in range(5):
-            start = time.perf_counter()
-            model.zero_grad()
-            scores = [forward(row) for row in X.tolist()]
-            nn.svm_hinge(scores, 2 * y01 - 1, model.parameters()).backward()
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    by_hand = fastest_step(lambda row: mlp_by_hand(model, row))
-    with_dot = fastest_step(model)
-    assert by_hand > 2 * with_dot, (by_hand, with_dot)
+        assert len(topological_order(neuron_by_hand(neuron, x))) == leaves + 2 * n + 1
 
 
 # --- issue 25: sentences of chapter 05 with their evidence ------------------------------------

@@ -67,7 +67,7 @@ def checked_cells(nb) -> list:
     ]
 
 
-@pytest.mark.slow
+@pytest.mark.exhaustive  # the chapter run again on perturbed data: a minute (beside SIMD-off)
 def test_stored_outputs_survive_a_perturbation_far_above_round_off():
     committed = nbformat.read(NOTEBOOK, as_version=4)
     perturbed = nbformat.read(NOTEBOOK, as_version=4)

@@ -38,6 +38,9 @@ def _run(pytester, monkeypatch, ci: str):
     pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
     pytester.makepyfile(test_module_level=MODULE_LEVEL, test_fixture=FIXTURE)
     monkeypatch.setenv("CI", ci)
+    # Only this conftest's plugins: the installed ones (nbval, xdist, playwright…) would cost
+    # seconds of imports per run and are not what is tested.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--continue-on-collection-errors"
     )

@@ -18,7 +18,7 @@ from export_testkit import write_nb as write
 
 from autodiff_lab.cli import main
 
-pytestmark = pytest.mark.slow  # the other tool run end to end: seconds
+pytestmark = pytest.mark.exhaustive  # nbgrader run end to end: about a minute of its processes
 
 
 def test_nbgrader_generate_and_autograde_match_the_grader(tmp_path: Path) -> None:

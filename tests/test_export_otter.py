@@ -19,7 +19,7 @@ from export_testkit import write_nb as write
 
 from autodiff_lab.cli import main
 
-pytestmark = pytest.mark.slow  # the other tool run end to end: seconds
+pytestmark = pytest.mark.exhaustive  # Otter run end to end: half a minute of its processes
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "01_forward_mode.ipynb"

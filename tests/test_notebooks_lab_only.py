@@ -6,7 +6,9 @@ whichever test runs it anyway:
 
 - the chapters in ``notebooks/``: by the browser walk (tests/browser/test_browser_chapters.py;
   the JupyterLab server's kernels are a student's), where the browser tests run — always
-  with ``CI=true``; elsewhere by this file;
+  with ``CI=true``; elsewhere by this file. Either way in ``make test-exhaustive`` (minutes of
+  kernels; CI runs it): ``make test`` runs the chapters once, under strict nbval, with the test
+  extra there (their PyTorch comparisons print what the committed outputs show);
 - the solutions in ``solutions/``: by the nbval pass over them that ``make test``
   (tools/run_pytest.py) runs in a student's kernel — they use nothing of the test extra, so
   their stored outputs are compared there too.
@@ -81,7 +83,7 @@ def errors_without_test_extra(without_test_extra) -> dict[Path, str]:
 
 if NOTEBOOKS:  # else the browser walk runs them: no empty, skipped parametrization here
 
-    @pytest.mark.slow
+    @pytest.mark.exhaustive
     @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
     def test_notebook_runs_with_lab_extra_only(path, errors_without_test_extra):
         error = errors_without_test_extra[path]

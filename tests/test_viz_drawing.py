@@ -11,7 +11,6 @@ import math
 import os
 import re
 import stat
-import time
 import warnings
 
 import numpy as np
@@ -126,16 +125,12 @@ def count_nodes(root) -> int:
     return len(seen)
 
 
-def test_5000_node_graph_is_cut_to_the_budget_fast_and_small():
+def test_5000_node_graph_is_cut_to_the_budget_and_small():
     root = mlp_graph()
     total = count_nodes(root)
     assert total > 5000
-    render.render_svg("digraph { a -> b }")  # the wasm module compiles once per process
-    start = time.perf_counter()
-    drawing = draw_graph(root)
+    drawing = draw_graph(root)  # how fast: make bench (benchmarks/bench_claims.py)
     svg = drawing.svg
-    seconds = time.perf_counter() - start
-    assert seconds < 2.0, f"drawing {total} nodes took {seconds:.2f} s"
     assert len(svg.encode()) < 2_000_000
     assert drawing.node_count == 150 and len(svg_boxes(svg)) == 150
     hidden = total - 150

@@ -38,7 +38,7 @@ import pytest
 from lab_only import hide_test_extra
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.exhaustive  # build, install and run the wheel: about two minutes
 
 
 class Installed:

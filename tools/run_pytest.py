@@ -1,16 +1,24 @@
-"""Run the whole test suite: unit tests and strict nbval, then nbval again on numpy's baseline.
+"""Run the test suite in its two tiers: ``make test`` and ``make test-exhaustive``.
 
-1. One pytest run over ``tests/`` and strict nbval over every executed notebook.
-2. A second strict nbval run over the notebooks as another CPU would compute them: numpy's
-   SIMD paths above its baseline switched off (``NPY_DISABLE_CPU_FEATURES``), and the C
-   library's AVX2/FMA variants of ``exp``, ``sin``, ``tanh``… too (``GLIBC_TUNABLES``; glibc's
-   FMA path rounds some results differently). Other CPUs round such functions differently;
-   this pass makes a stored output that depends on that round-off fail on the developer's own
-   machine instead of on a student's. Where the machine has nothing above numpy's baseline,
-   there is nothing to switch off and the chapters' second pass is skipped (said in one line).
-   The solutions' second pass runs in a student's kernel — the test extra hidden
-   (tests/lab_only.py) — so it also checks that each runs with only what ``make lab``
-   installs; it runs on every machine. Both run alongside the first, one process each.
+``make test`` (``run_pytest.py -m "not exhaustive"``), within 5 minutes on 2 cores:
+
+1. One pytest run over ``tests/`` and strict nbval over every chapter in ``notebooks/``.
+2. Alongside it, in a process of its own, strict nbval over ``solutions/`` in a student's
+   kernel — the test extra hidden (tests/lab_only.py) — so it also checks that each solution
+   runs with only what ``make lab`` installs. (The solutions run once, there.)
+
+``make test-exhaustive`` (``run_pytest.py --exhaustive``; CI runs it after ``make test``):
+
+1. The tests marked ``exhaustive`` (minutes each: the browser walk and audit, the book, the
+   wheel, every chapter cell against every exercise).
+2. Strict nbval a second time over the chapters and the solutions as another CPU would
+   compute them: numpy's SIMD paths above its baseline switched off
+   (``NPY_DISABLE_CPU_FEATURES``), and the C library's AVX2/FMA variants of ``exp``, ``sin``,
+   ``tanh``… too (``GLIBC_TUNABLES``; glibc's FMA path rounds some results differently).
+   Other CPUs round such functions differently; this pass makes a stored output that depends
+   on that round-off fail on the developer's own machine instead of on a student's. Where the
+   machine has nothing above numpy's baseline, the chapters' pass is skipped (said in one
+   line); the solutions' pass runs in a student's kernel on every machine.
 
 pytest exits 5 when it collected no tests; for this project that is a broken suite,
 never a pass, so it is reported as a failure with a clear message.
@@ -25,7 +33,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK_DIRS = ["notebooks", "solutions"]
 GLIBC_NO_FMA = "glibc.cpu.hwcaps=-AVX2,-FMA"  # the libm variants a CPU without FMA runs
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 
@@ -71,42 +78,53 @@ def background(label: str, args: list[str], env: dict[str, str]):
     return label, subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log), log, cmd
 
 
+def solutions_pass(label: str, env: dict[str, str], argv: list[str]):
+    """Strict nbval over the solutions in a student's kernel (the test extra hidden): they use
+    nothing of it, so this compares their stored outputs and checks that they run with only
+    what ``make lab`` installs."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from lab_only import student_kernel
+
+    kernels = student_kernel(Path(tempfile.mkdtemp(prefix="autodiff-lab-lab-only-")))
+    student_env = {**env, "JUPYTER_PATH": str(kernels)}
+    student_nbval = [a for a in NBVAL if a != "--nbval-current-env"]
+    args = ["solutions", *student_nbval, "--nbval-kernel-name", "python3", *argv]
+    return background(label, args, student_env)
+
+
+def simd_off_env() -> tuple[str, dict[str, str] | None]:
+    """The environment of the second nbval pass, and its label (None: nothing to switch off)."""
+    features = simd_features_above_baseline()
+    if not features:
+        return "", None
+    disabled = " ".join(features)
+    tunables = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), GLIBC_NO_FMA]))
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": disabled, "GLIBC_TUNABLES": tunables}
+    return f" (SIMD paths off: {disabled}, {GLIBC_NO_FMA})", env
+
+
 def main(argv: list[str]) -> int:
     # check() records a learner's progress: keep the tests' records out of the user's own.
     os.environ.setdefault("AUTODIFF_LAB_DATA_DIR", tempfile.mkdtemp(prefix="autodiff-lab-test-"))
-    notebooks = [d for d in NOTEBOOK_DIRS if any((ROOT / d).glob("*.ipynb"))]
-    features = simd_features_above_baseline()
-    # The second passes only compare stored outputs (nothing timed), so they run alongside the
-    # first, in the time it spends waiting; their output is printed when the first is done.
-    env = dict(os.environ)
-    label = "second nbval pass"
-    if features:
-        disabled = " ".join(features)
-        tunables = ":".join(filter(None, [os.environ.get("GLIBC_TUNABLES"), GLIBC_NO_FMA]))
-        env.update(NPY_DISABLE_CPU_FEATURES=disabled, GLIBC_TUNABLES=tunables)
-        label += f" (SIMD paths off: {disabled}, {GLIBC_NO_FMA})"
-    else:
-        print("SIMD-off nbval pass skipped: numpy finds no CPU feature above its baseline here")
+    exhaustive = "--exhaustive" in argv
+    argv = [a for a in argv if a != "--exhaustive"]
     passes = []
-    if features and "notebooks" in notebooks:
-        passes.append(background(label, ["notebooks", *NBVAL, *argv], env))
-    if "solutions" in notebooks:
-        # The solutions use nothing of the test extra: compared without it, this pass is also
-        # the check that each runs with only what `make lab` installs (tests/lab_only.py).
-        sys.path.insert(0, str(ROOT / "tests"))
-        from lab_only import student_kernel
-
-        kernels = student_kernel(Path(tempfile.mkdtemp(prefix="autodiff-lab-lab-only-")))
-        student_env = {**env, "JUPYTER_PATH": str(kernels)}
-        student_nbval = [a for a in NBVAL if a != "--nbval-current-env"]
-        passes.append(
-            background(f"{label}, solutions without the test extra",
-                       ["solutions", *student_nbval, "--nbval-kernel-name", "python3", *argv],
-                       student_env)
-        )  # fmt: skip
-    # notebooks first: pytest-xdist hands out files in this order, and the longest notebooks
-    # then start early instead of ending the run (measured 4:52 -> 4:37 for this run)
-    cmd = command([*notebooks, "tests", *NBVAL, *argv])
+    if exhaustive:
+        label, env = simd_off_env()
+        if env is None:
+            print("SIMD-off nbval pass of the chapters skipped: numpy finds no CPU feature above "
+                  "its baseline here")  # fmt: skip
+        else:
+            passes.append(background(f"second nbval pass{label}", ["notebooks", *NBVAL], env))
+        passes.append(solutions_pass(f"second nbval pass of the solutions{label}",
+                                     env or dict(os.environ), []))  # fmt: skip
+        cmd = command(["-m", "exhaustive", "tests", *argv])
+    else:
+        passes.append(solutions_pass("nbval of the solutions", dict(os.environ), argv))
+        # the notebooks early (after the browser tests: see pytest_collection_modifyitems in
+        # tests/conftest.py): pytest-xdist hands out files in this order, and the longest then
+        # start early instead of ending the run
+        cmd = command(["notebooks", "tests", *NBVAL, *argv])
     print("+", " ".join(cmd), flush=True)
     rc = exit_code(subprocess.call(cmd, cwd=ROOT))
     for label, proc, log, cmd in passes:

@@ -87,7 +87,13 @@ def checkpointed_gradient(x: np.ndarray, n: int, segments: int) -> np.ndarray:
 
 
 def peak_bytes(fn) -> int:
-    """The most memory Python allocated while ``fn()`` ran (``tracemalloc``), in bytes."""
+    """The most memory Python allocated while ``fn()`` ran (``tracemalloc``), in bytes.
+
+    The garbage collector starts from zero counts, so it runs at the same points of every
+    run; what exists already is frozen for that collection (it is not traced either way), so
+    it costs milliseconds even in a large process, where a full collection can take a second.
+    """
+    gc.freeze()
     gc.collect()
     tracemalloc.start()
     try:
@@ -95,6 +101,7 @@ def peak_bytes(fn) -> int:
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+        gc.unfreeze()
 
 
 def best_seconds(fn, repeats: int) -> float:

@@ -24,7 +24,8 @@ import pytest
 from test_book_site import built_book, course_pages
 from test_browser_a11y import FAILING_IMPACTS, WCAG_AA
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# the book built and audited in both themes: minutes, so in make test-exhaustive (CI)
+pytestmark = [pytest.mark.browser, pytest.mark.exhaustive]
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):

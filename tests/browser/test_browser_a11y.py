@@ -37,7 +37,8 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-pytestmark = pytest.mark.browser
+# every chapter and widget audited in JupyterLab: minutes, so in make test-exhaustive (CI)
+pytestmark = [pytest.mark.browser, pytest.mark.exhaustive]
 
 ROOT = Path(__file__).resolve().parents[2]
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]

@@ -43,7 +43,8 @@ import lab_walk
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.browser
+# every chapter and exercise in JupyterLab: minutes, so in make test-exhaustive (CI runs it)
+pytestmark = [pytest.mark.browser, pytest.mark.exhaustive]
 
 CHAPTERS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 EXERCISES = sorted(f"exercises/{p.name}" for p in (ROOT / "exercises").glob("*.ipynb"))

@@ -11,7 +11,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-pytestmark = pytest.mark.browser
+# minutes of a second server and of training in the browser: make test-exhaustive (CI)
+pytestmark = [pytest.mark.browser, pytest.mark.exhaustive]
 
 NOTEBOOK = "browser_dashboard.ipynb"
 SETUP = """\

@@ -22,7 +22,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 # this, so the tests' records go to a temporary folder (make test sets it already).
 os.environ.setdefault("AUTODIFF_LAB_DATA_DIR", tempfile.mkdtemp(prefix="autodiff-lab-browser-"))
 
-pytestmark = pytest.mark.browser
+# minutes of a second server and of training in the browser: make test-exhaustive (CI)
+pytestmark = [pytest.mark.browser, pytest.mark.exhaustive]
 
 CHAPTER = "02_reverse_mode.ipynb"
 ACTIVE = "svg g.node.value.active"
