@@ -55,6 +55,7 @@ def test_every_cell_has_slide_metadata(path):
     assert _slide_type(visible[0]) == "slide", f"{path.name}: first visible cell must open a slide"
 
 
+@pytest.mark.exhaustive  # every chapter exported: half a minute (the tests below export one)
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_export_has_one_section_per_slide_and_subslide(path, tmp_path):
     # the export reads the notebook as committed (a run in place is not the course)
