@@ -103,7 +103,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(config, items):
     """The browser tests first: pytest-xdist hands out files in collection order, and this
-    group, the longest chain (a JupyterLab server, Notebook 7, Voila), ended the run a minute
+    group, the longest chain (its own servers and Chromium), ended the run a minute
     after the other processes when it came last."""
     items.sort(key=lambda item: not item.nodeid.startswith("tests/browser/"))  # stable
 

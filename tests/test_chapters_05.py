@@ -2,8 +2,8 @@
 
 (nbval re-runs the notebook and compares outputs; these checks read the stored outputs and
 assert they show what the text claims, so an edit cannot quietly drop a claim. Claims that
-depend on the machine — speed — or that the text states as a bound are re-measured here,
-with the tolerance the text allows.)
+the text states as a bound are re-measured here, with the tolerance the text allows; claims
+about speed are measured by ``make bench``, benchmarks/bench_claims.py.)
 """
 
 import json
