@@ -230,8 +230,9 @@ def test_tasks_are_still_counted_when_the_sandboxs_proc_is_out_of_reach(tmp_path
 def test_a_sandbox_still_being_set_up_is_charged_only_its_own_processes():
     """While bubblewrap sets up, the sandbox's first process is in its new PID namespace but
     its root, and so ``/proc/<it>/root/proc``, is still the machine's: counting that listing
-    charged every process of a busy machine to the worker, which was then stopped "before it
-    was ready" for processes or memory. (``unshare`` leaves a process in exactly that state.)"""
+    charged every process of a busy machine to the worker, and its /tmp to the worker's RAM
+    folders, which was then stopped "before it was ready" for processes or memory.
+    (``unshare`` leaves a process in exactly that state.)"""
     import shutil
     import subprocess
 
@@ -249,6 +250,8 @@ def test_a_sandbox_still_being_set_up_is_charged_only_its_own_processes():
         if not watch.anchor:
             pytest.skip("unshare could not make a PID namespace here")
         assert watch.tasks() == 1, watch.known  # sleep alone, not the machine's processes
+        usage = watch.usage()  # nor the machine's /tmp and /dev/shm as the sandbox's RAM folders
+        assert usage.tasks == 1 and usage.ram_folders == 0, usage
     finally:
         leader.kill()
         leader.wait()

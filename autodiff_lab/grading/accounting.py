@@ -26,10 +26,11 @@ measure, summed over every process of one worker:
 Which processes belong to a worker: in the sandbox, every process of its PID namespace,
 listed through the namespace's own ``/proc`` (``/proc/<its first process>/root/proc``: no
 new session or cleared environment leaves it) once it is mounted, and until then (while
-bubblewrap sets the sandbox up, that path is the machine's own ``/proc``: counting it would
-charge every process of the machine to the worker) by the namespace of each of the machine's
-processes; without the sandbox, every process carrying the run's token in its environment
-(:func:`processes_with_token`).
+bubblewrap sets the sandbox up, that path is the machine's own ``/proc``, and its RAM
+folders the machine's ``/tmp`` and ``/dev/shm``: counting them would charge every process and
+temporary file of the machine to the worker) by the namespace of each of the machine's
+processes, its RAM folders not yet; without the sandbox, every process carrying the run's
+token in its environment (:func:`processes_with_token`).
 
 Where the measure is the only limit (no cgroup is used; see the README), a burst between two
 looks is not seen: tasks are counted every :data:`TASK_CHECK_SECONDS`, memory every
@@ -167,6 +168,7 @@ class ProcessWatch:
         self.leader, self.token, self.env_name, self.sandboxed = leader, token, env_name, sandboxed
         self.anchor = 0  # the sandbox's first process (PID 1 inside), once it exists
         self.known: list[str] = []  # /proc folders of the processes seen at the last look
+        self.rooted = False  # the sandbox's own root is in place (its /proc, /tmp, /dev/shm)
 
     def _find_anchor(self) -> bool:
         if not self.anchor:
@@ -186,6 +188,7 @@ class ProcessWatch:
             inside = f"/proc/{self.anchor}/root/proc"
             try:
                 own = os.readlink(f"{inside}/1/ns/pid") == _pid_namespace(self.anchor)
+                self.rooted = self.rooted or own
                 if own:
                     self.known = [f"{inside}/{n}" for n in os.listdir(inside) if n.isdigit()]
                 else:  # still the machine's /proc (the sandbox is being set up): scan them all
@@ -226,7 +229,7 @@ class ProcessWatch:
         for folder in folders:
             _shared_files(folder, memfd, prefixes)
         ram = 0
-        if self.sandboxed and self.anchor:
+        if self.sandboxed and self.rooted:  # before, these folders are the machine's own
             ram = sum(_used_bytes(f"/proc/{self.anchor}/root{f}") for f in RAM_FOLDERS)
         held = sum(memfd.values())
         return Usage(tasks, resident + ram + held, resident, ram, held)
