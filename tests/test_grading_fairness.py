@@ -198,12 +198,13 @@ def test_a_student_who_kills_the_grader_is_recorded_as_crashed_on_rerun(tmp_path
 def test_ctrl_c_keeps_what_is_graded_and_says_how_to_resume(tmp_path):
     subs = tmp_path / "subs"
     write_notebook(subs / "a" / "97_work.ipynb", [SETUP, *CORRECT.values()])
-    # b is still running when a is graded, however slowly the machine starts a's worker (an
-    # 8 s sleep ended first on a loaded machine, and the Ctrl-C then came after the batch)
-    write_notebook(subs / "b" / "97_work.ipynb", ["import time\ntime.sleep(50)", CORRECT["dsin"]])
+    # b is still running when the Ctrl-C comes, even if it comes only at the 60 s deadline
+    # below (twice, on a loaded machine, a shorter b had ended and the batch with it first)
+    write_notebook(subs / "b" / "97_work.ipynb", ["import time\ntime.sleep(90)", CORRECT["dsin"]])
     db = tmp_path / "book.sqlite"
     argv = [sys.executable, "-m", "autodiff_lab.cli", "grade", str(subs), "--db", str(db),
-            "--quiet", "--sandbox", "none", "--exercises-module", EXERCISES_MODULE]  # fmt: skip
+            "--quiet", "--sandbox", "none", "--timeout", "300",
+            "--exercises-module", EXERCISES_MODULE]  # fmt: skip
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)  # fmt: skip
     deadline = time.monotonic() + 60
