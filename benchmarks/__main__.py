@@ -9,7 +9,13 @@ import numpy as np
 
 from .common import one_blas_thread
 
-MODULES = ["bench_micrograd", "bench_tensor_mlp", "bench_digits_epoch", "bench_claims"]
+MODULES = [
+    "bench_micrograd",
+    "bench_tensor_mlp",
+    "bench_digits_epoch",
+    "bench_claims",
+    "bench_cost",
+]
 
 
 def main() -> int:

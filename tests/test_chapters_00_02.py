@@ -4,7 +4,7 @@ nbval (run on every notebook by ``make test``) checks that re-running a chapter 
 its stored outputs. These tests check that the stored outputs *demonstrate* what the text
 claims (claim 1 in chapter 00, claims 4 and 5 in chapters 01-02), against values computed
 here independently, so a chapter re-executed on a broken engine cannot be committed
-unnoticed. The timing trend of chapter 02 is checked in ``test_chapters_cost.py``.
+unnoticed. The timing trend of chapter 02 is measured by ``make bench`` (benchmarks/bench_cost.py).
 """
 
 from __future__ import annotations
