@@ -220,57 +220,22 @@ def test_vmap_sum_rule_matches_a_loop_for_every_axis():
         np.testing.assert_allclose(got, [np.sum(e, axis=axis) for e in batch], rtol=1e-15)
 
 
-def _cpu_time(fn, repeats: int = 3) -> float:
-    import gc
-    import time
-
-    best = math.inf
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            start = time.process_time()
-            fn()
-            best = min(best, time.process_time() - start)
-    finally:
-        gc.enable()
-    return best
-
-
-def test_vmap_is_more_than_5x_faster_than_the_loop_at_128_examples():
-    from autodiff_lab.functional import grad, vmap
-    from autodiff_lab.grading.runners.ch08 import mlp_loss
-
-    theta, X, Y = _chapter_batch(128, seed=2)
-    batched = vmap(grad(mlp_loss), in_axes=(None, 0, 0))
-    loop = _cpu_time(lambda: [grad(mlp_loss)(theta, x, y) for x, y in zip(X, Y)])
-    once = _cpu_time(lambda: batched(theta, X, Y))
-    assert loop > 5 * once, (loop, once)
-
-
-def test_jacobian_speed_claims_of_the_trade_off_slide():
-    from autodiff_lab import tanh
+def test_the_jacobians_of_the_trade_off_slide_are_the_closed_form():
+    """The slide's timings (a vectorized jacfwd over 10x faster than its loop; jacfwd's
+    columns over 3x slower than jacrev's rows for the tall-and-wide network) are measured by
+    ``make bench`` (benchmarks/bench_claims.py); here, the matrices those programs compute."""
     from autodiff_lab.functional import jacfwd, jacrev
 
     rng = np.random.default_rng(3)
-    W = rng.normal(size=(4, 200))
-    x = rng.normal(size=200)
-
-    def wide(x):
-        return tanh(W @ x)
-
-    loop = _cpu_time(lambda: jacfwd(wide)(x))
-    vectorized = _cpu_time(lambda: jacfwd(wide, vectorize=True)(x))
-    assert loop > 10 * vectorized, (loop, vectorized)
-
+    rng.normal(size=(4, 200)), rng.normal(size=200)  # the small wide case's draws (in the bench)
     B, A = rng.normal(size=(200, 1000)) / 30, rng.normal(size=(4, 200)) / 14
     x = rng.normal(size=1000)
 
     def big_wide(x):
+        from autodiff_lab import tanh
+
         return tanh(A @ tanh(B @ x))
 
-    columns = _cpu_time(lambda: jacfwd(big_wide, vectorize=True)(x))
-    rows = _cpu_time(lambda: jacrev(big_wide, vectorize=True)(x))
-    assert columns > 3 * rows, (columns, rows)
     # and the two give the same matrix, of the closed form A diag(1-u²) ... by the chain rule
     u = np.tanh(B @ x)
     out = np.tanh(A @ u)
