@@ -28,7 +28,7 @@ import time
 from autodiff_lab import Value, exp, sin, tanh
 from autodiff_lab.functional import jvp
 
-from .common import print_table
+from .common import claim_rows, print_table
 
 # --- the two programs of the chapter -------------------------------------------------------
 
@@ -168,7 +168,11 @@ def chapter00_costs() -> list[dict]:
 
 
 def run() -> list[dict]:
-    rows = [reverse_mode_wins_with_inputs(), forward_mode_wins_with_outputs(), *chapter00_costs()]
+    rows = [
+        *claim_rows(lambda: [reverse_mode_wins_with_inputs()]),
+        *claim_rows(lambda: [forward_mode_wins_with_outputs()]),
+        *claim_rows(chapter00_costs),
+    ]
     print_table("cost claims of chapters 00 and 02", rows, ["claim", "measured", "bound", "holds"])
     return rows
 
