@@ -19,12 +19,11 @@ compares, so a busy neighbour slows both alike). Each claim is quoted where the 
 
 from __future__ import annotations
 
-import gc
 import time
 
 import numpy as np
 
-from .common import claim_rows, print_table, time_alternating
+from .common import claim_rows, cpu_time, print_table, time_alternating
 
 #: chapter 05's "more than 10×" (mini-batches of 10) and "more than 30×" (the batch of 100)
 CH05_SPEEDUP = {10: 10, 100: 30}
@@ -125,19 +124,6 @@ def drawing_budget() -> list[dict]:
              "bound": "< 2", "holds": best < 2.0}]  # fmt: skip
 
 
-def _cpu_time(fn, repeats: int = 3) -> float:
-    best = float("inf")
-    gc.disable()
-    try:
-        for _ in range(repeats):
-            start = time.process_time()
-            fn()
-            best = min(best, time.process_time() - start)
-    finally:
-        gc.enable()
-    return best
-
-
 def chapter_08_batching() -> list[dict]:
     from autodiff_lab import tanh
     from autodiff_lab.functional import grad, jacfwd, jacrev, vmap
@@ -146,19 +132,19 @@ def chapter_08_batching() -> list[dict]:
     rng = np.random.default_rng(2)  # the chapter's network: 8 inputs, 16 tanh units
     theta, X, Y = rng.normal(size=161) / 3, rng.normal(size=(128, 8)), rng.normal(size=128)
     batched = vmap(grad(mlp_loss), in_axes=(None, 0, 0))
-    loop = _cpu_time(lambda: [grad(mlp_loss)(theta, x, y) for x, y in zip(X, Y)])
-    vmap_ratio = loop / _cpu_time(lambda: batched(theta, X, Y))
+    loop = cpu_time(lambda: [grad(mlp_loss)(theta, x, y) for x, y in zip(X, Y)], repeats=3)
+    vmap_ratio = loop / cpu_time(lambda: batched(theta, X, Y), repeats=3)
 
     rng = np.random.default_rng(3)
     W, x = rng.normal(size=(4, 200)), rng.normal(size=200)
     wide = lambda x: tanh(W @ x)  # noqa: E731
-    vectorize_ratio = _cpu_time(lambda: jacfwd(wide)(x)) / _cpu_time(
-        lambda: jacfwd(wide, vectorize=True)(x))  # fmt: skip
+    vectorize_ratio = cpu_time(lambda: jacfwd(wide)(x), repeats=3) / cpu_time(
+        lambda: jacfwd(wide, vectorize=True)(x), repeats=3)  # fmt: skip
     B, A = rng.normal(size=(200, 1000)) / 30, rng.normal(size=(4, 200)) / 14
     x = rng.normal(size=1000)
     big_wide = lambda x: tanh(A @ tanh(B @ x))  # noqa: E731
-    mode_ratio = _cpu_time(lambda: jacfwd(big_wide, vectorize=True)(x)) / _cpu_time(
-        lambda: jacrev(big_wide, vectorize=True)(x))  # fmt: skip
+    mode_ratio = cpu_time(lambda: jacfwd(big_wide, vectorize=True)(x), repeats=3) / cpu_time(
+        lambda: jacrev(big_wide, vectorize=True)(x), repeats=3)  # fmt: skip
     return [
         {"claim": "ch08: per-example grads, loop vs vmap, N = 128", "measured": vmap_ratio,
          "bound": "> 5", "holds": vmap_ratio > 5},

@@ -21,14 +21,12 @@ counts exactly, by tests/test_chapters_cost.py.
 
 from __future__ import annotations
 
-import gc
 import math
-import time
 
 from autodiff_lab import Value, exp, sin, tanh
 from autodiff_lab.functional import jvp
 
-from .common import claim_rows, print_table
+from .common import claim_rows, cpu_time, print_table
 
 # --- the two programs of the chapter -------------------------------------------------------
 
@@ -92,20 +90,6 @@ def derivatives_by_reverse_mode(t, m):
         y.backward()
         column.append(leaf.grad)
     return column
-
-
-def cpu_time(fn, *args, repeats: int) -> float:
-    """CPU seconds of the fastest of `repeats` runs of fn(*args), garbage collector paused."""
-    best = math.inf
-    for _ in range(repeats):
-        gc.disable()
-        try:
-            start = time.process_time()
-            fn(*args)
-            best = min(best, time.process_time() - start)
-        finally:
-            gc.enable()
-    return best
 
 
 def points(n: int) -> tuple[float, ...]:

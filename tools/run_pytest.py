@@ -17,8 +17,8 @@
    ``tanh``… too (``GLIBC_TUNABLES``; glibc's FMA path rounds some results differently).
    Other CPUs round such functions differently; this pass makes a stored output that depends
    on that round-off fail on the developer's own machine instead of on a student's. Where the
-   machine has nothing above numpy's baseline, the chapters' pass is skipped (said in one
-   line); the solutions' pass runs in a student's kernel on every machine.
+   machine has nothing above numpy's baseline, both passes are skipped (said in one line):
+   they would repeat ``make test``'s. The solutions' pass runs in a student's kernel.
 
 pytest exits 5 when it collected no tests; for this project that is a broken suite,
 never a pass, so it is reported as a failure with a clear message.
@@ -111,13 +111,11 @@ def main(argv: list[str]) -> int:
     passes = []
     if exhaustive:
         label, env = simd_off_env()
-        if env is None:
-            print("SIMD-off nbval pass of the chapters skipped: numpy finds no CPU feature above "
-                  "its baseline here")  # fmt: skip
+        if env is None:  # the pass would repeat make test's
+            print("SIMD-off nbval pass skipped: numpy finds no CPU feature above its baseline here")
         else:
             passes.append(background(f"second nbval pass{label}", ["notebooks", *NBVAL], env))
-        passes.append(solutions_pass(f"second nbval pass of the solutions{label}",
-                                     env or dict(os.environ), []))  # fmt: skip
+            passes.append(solutions_pass(f"second nbval pass of the solutions{label}", env, []))
         cmd = command(["-m", "exhaustive", "tests", *argv])
     else:
         passes.append(solutions_pass("nbval of the solutions", dict(os.environ), argv))
