@@ -205,8 +205,11 @@ def test_ctrl_c_keeps_what_is_graded_and_says_how_to_resume(tmp_path):
     argv = [sys.executable, "-m", "autodiff_lab.cli", "grade", str(subs), "--db", str(db),
             "--quiet", "--sandbox", "none", "--timeout", "300",
             "--exercises-module", EXERCISES_MODULE]  # fmt: skip
+    # Ctrl-C as at a lecturer's terminal: a suite started in the background of a shell without
+    # job control (`make test &`, nohup, some CI runners) inherits SIGINT *ignored*, and so would
+    # the grader (it then rightly ignores Ctrl-C: the batch ran on, every time, in such clones).
     proc = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
+                            text=True, preexec_fn=_default_sigint)  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _graded(db):
         time.sleep(0.1)
@@ -221,6 +224,10 @@ def test_ctrl_c_keeps_what_is_graded_and_says_how_to_resume(tmp_path):
         left = conn.execute("SELECT submission, alone FROM in_progress").fetchall()
         assert [(Path(k).parent.name, alone) for k, alone in left] == [("b", 0)]
         assert [s for (s,) in conn.execute("SELECT student FROM submissions")] == ["a"]
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _graded(db: Path) -> bool:
