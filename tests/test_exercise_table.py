@@ -1,9 +1,10 @@
-"""The README's table of exercises lists every exercise with its level and time (issue 13).
+"""The table of exercises lists every exercise with its level and time (issues 13 and 28).
 
 The values come from the registry (each ``Exercise`` spec declares ``id``, ``title``,
-``level`` and ``minutes`` once); the README's table must equal them row for row, in id
-order. ``python tools/exercise_table.py --update README.md`` regenerates the table when an
-exercise is added or changed.
+``level`` and ``minutes`` once); the table in docs/exercises.md must equal them row for row,
+in id order. ``python tools/exercise_table.py --update`` regenerates it, with the chapters'
+counts in the README's course table and the totals sentences (checked by
+tests/test_guide_claims.py), when an exercise is added or changed.
 """
 
 from __future__ import annotations
@@ -57,12 +58,52 @@ def test_parser_reads_escaped_bars_and_stops_after_the_table():
     assert parse_table(text) == [("9.1", "a | b", "easy", 7)]
 
 
-def test_the_readme_table_lists_every_exercise_with_its_level_and_time():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert parse_table(readme) == registry_rows(), (
-        "README.md's exercise table differs from the exercise specs: "
-        "run `python tools/exercise_table.py --update README.md`"
+def test_the_guides_table_lists_every_exercise_with_its_level_and_time():
+    page = (ROOT / "docs" / "exercises.md").read_text(encoding="utf-8")
+    assert parse_table(page) == registry_rows(), (
+        "docs/exercises.md's exercise table differs from the exercise specs: "
+        "run `python tools/exercise_table.py --update`"
     )
+
+
+def test_the_generator_rewrites_the_chapters_counts_and_the_totals(tmp_path):
+    """A page without the table (the README) gets its course table's counts and its totals
+    sentence from the registry; the text around them is kept."""
+    from autodiff_lab.grading.spec import LEVELS
+
+    page = tmp_path / "README.md"
+    link = "| [01 · forward](notebooks/01.ipynb) | ~25 min | [01](exercises/01_forward_mode.ipynb)"
+    page.write_text(
+        f"{link} (1: 1 hard; ~1 min) |\n\nin all there are\n"
+        "1 exercises (0 trivial, 0 easy, 0 medium, 1 hard), about 1 minutes.\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "exercise_table.py"), "--update", str(page)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = registry_rows()
+    mine = [r for r in rows if r[0].split(".")[0] == "1"]
+    levels = ", ".join(
+        f"{n} {lv}" for lv in LEVELS if (n := sum(1 for r in mine if r[2] == lv))
+    )
+    every = ", ".join(f"{sum(1 for r in rows if r[2] == lv)} {lv}" for lv in LEVELS)
+    assert page.read_text() == (
+        f"{link} ({len(mine)}: {levels}; ~{sum(r[3] for r in mine)} min) |\n\n"
+        f"in all there are\n{len(rows)} exercises ({every}), "
+        f"about {sum(r[3] for r in rows)} minutes.\n"
+    )
+
+
+def test_the_generator_updates_the_guide_and_the_readme_by_default():
+    """``--update`` with no file names the guide holding the table, and the README."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import exercise_table
+    finally:
+        sys.path.remove(str(ROOT / "tools"))
+    assert exercise_table.TARGETS == [ROOT / "docs" / "exercises.md", ROOT / "README.md"]
 
 
 def test_the_generator_writes_a_table_that_equals_the_registry(tmp_path):
