@@ -7,7 +7,8 @@ The estimate, for a student who reads the text and runs every cell:
 175 words a minute is the middle of the usual 150-200 for technical prose with formulas; a
 minute per code cell is for reading the code, running it and looking at its output. Graded
 exercises are not included (each chapter says where they are). A chapter that states a time
-Every chapter states one, within 25 % of this estimate, and README's course table repeats it.
+Every chapter states one, within 25 % of this estimate, and the course tables of the README and
+of the student's guide (docs/student.md) repeat it.
 """
 
 from __future__ import annotations
@@ -56,12 +57,16 @@ def test_every_chapter_states_a_reading_time():
     assert not missing, f"chapters with no 'About N minutes' on their first cell: {missing}"
 
 
-def test_the_readme_course_table_gives_the_times_the_chapters_state():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", ["README.md", "docs/student.md"])
+def test_the_course_tables_give_the_times_the_chapters_state(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    link = r"(?:\.\./)?notebooks/"
     for path in CHAPTERS:
-        row = re.search(rf"^\| \[[^]]*\]\(notebooks/{path.name}\) \| ~(\d+) min \|", readme, re.M)
-        assert row, f"README's course table has no '~N min' cell for {path.name}"
+        row = re.search(rf"^\| \[[^]]*\]\({link}{path.name}\) \| ~(\d+) min \|", text, re.M)
+        assert row, f"{page}'s course table has no '~N min' cell for {path.name}"
         assert int(row.group(1)) == int(STATED.search(_first_cell(path)).group(1)), path.name
+    times = re.findall(rf"^\| \[[^]]*\]\({link}[^)]*\) \| ~(\d+) min \|", text, re.M)
+    assert len(times) == len(CHAPTERS), f"{page}: a '~N min' row that is no chapter"
 
 
 def _first_cell(path: Path) -> str:

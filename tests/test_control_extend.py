@@ -421,8 +421,8 @@ def test_custom_rules_inside_vmap_run_example_by_example():
     )
 
 
-def test_the_readme_example_of_extending_the_engine():
-    """README "Extending the engine": the softsign example and the numbers its comments
+def test_the_design_guides_example_of_extending_the_engine():
+    """docs/design.md "Extending the engine": the softsign example and the numbers its comments
     state (closed forms: 1/(1+|x|)² = 1/9 and -2/(1+|x|)³ = -2/27 at x = 2)."""
     softsign = define_primitive(
         "softsign",

@@ -85,9 +85,7 @@ def test_the_generator_rewrites_the_chapters_counts_and_the_totals(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     rows = registry_rows()
     mine = [r for r in rows if r[0].split(".")[0] == "1"]
-    levels = ", ".join(
-        f"{n} {lv}" for lv in LEVELS if (n := sum(1 for r in mine if r[2] == lv))
-    )
+    levels = ", ".join(f"{n} {lv}" for lv in LEVELS if (n := sum(1 for r in mine if r[2] == lv)))
     every = ", ".join(f"{sum(1 for r in rows if r[2] == lv)} {lv}" for lv in LEVELS)
     assert page.read_text() == (
         f"{link} ({len(mine)}: {levels}; ~{sum(r[3] for r in mine)} min) |\n\n"

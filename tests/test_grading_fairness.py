@@ -326,7 +326,7 @@ def test_an_exercise_whose_run_holds_references_is_refused():
             runner_spec(bad)
 
 
-def test_the_readme_states_the_graders_defaults():
+def test_the_lecturers_guide_states_the_graders_defaults():
     import argparse
 
     from autodiff_lab.grading import cli as grading_cli
@@ -335,7 +335,8 @@ def test_the_readme_states_the_graders_defaults():
     grading_cli.register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["grade", "x"])
     assert (args.timeout, args.notebook_timeout, args.memory) == (60.0, 600.0, 2048.0)
-    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    guide = Path(__file__).parent.parent / "docs" / "lecturer.md"
+    stated = " ".join(guide.read_text().split())
     for claim in (
         "`--timeout` seconds per cell and per exercise (default 60)",
         "`--notebook-timeout` seconds for the whole notebook (default 600)",
@@ -348,7 +349,7 @@ def test_the_readme_states_the_graders_defaults():
         "a `/tmp` of its own limited to 256 MB",
         "only each file's size is limited (64 MB)",
     ):
-        assert claim in readme, claim
+        assert claim in stated, claim
     from autodiff_lab.grading import gradebook, grader, sandbox, supervise
 
     assert (args.max_processes, supervise.MAX_PROCESSES) == (64, 64)
@@ -604,7 +605,8 @@ def test_reruns_reuse_the_gradebooks_seed_unless_told(tmp_path):
 
 def test_answers_that_call_the_librarys_own_function_are_noted():
     """Red team #17: 2.4, 4.3 and 6.3 answered by the library's own functions. The
-    decision (README): allowed, and the report names the call for the lecturer."""
+    decision (docs/exercises.md, "What an answer may use"): allowed, and the report names
+    the call for the lecturer."""
     from autodiff_lab.grading.grader import answered_exercises
 
     source = """

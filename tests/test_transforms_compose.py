@@ -17,8 +17,9 @@ random programs and must either
   tracer (``Dual``/``Batched``) and no object-dtype array in the result; or
 - **refuse**, raising an error whose message names the transformations involved — only
   for the combinations listed in :data:`REFUSALS` (and every listed one must refuse:
-  the table is exact). The README's transformation section shows the same list, and
-  :func:`test_readme_lists_what_refuses` checks that it does.
+  the table is exact). The design guide (docs/design.md, "What composes, and what
+  refuses") shows the same list, and :func:`test_the_guide_lists_what_refuses` checks that
+  it does.
 
 Profiles: the default run (``make test``) gives each pair one program and each triple
 one program, from a fixed seed, in about half a minute. ``AUTODIFF_LAB_FUZZ=long`` gives
@@ -311,7 +312,7 @@ def torch_stages():
 
 
 # The combinations (outer, inner) that refuse, each with the words its message must hold.
-# Everything else must agree with torch.func. The README shows the same table.
+# Everything else must agree with torch.func. docs/design.md shows the same table.
 REFUSALS: dict[tuple[str, ...], str] = {
     # the tangent graph linearize records would multiply its own tangent into itself
     ("linearize", "grad_closure"): "closes over linearize's own argument",
@@ -487,29 +488,32 @@ def test_default_run_uses_every_operation():
     assert used == set(OPS)
 
 
-# --- the README lists the same refusals ----------------------------------------------------
+# --- the design guide lists the same refusals ---------------------------------------------
 
 
-def readme_refusals() -> set[tuple[str, ...]]:
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+DESIGN_GUIDE = Path(__file__).resolve().parents[1] / "docs" / "design.md"
+
+
+def guide_refusals() -> set[tuple[str, ...]]:
+    text = DESIGN_GUIDE.read_text(encoding="utf-8")
     start = text.index("<!-- compose-refusals -->")
     end = text.index("<!-- /compose-refusals -->")
     rows = re.findall(r"^\| `([^`]+)` \|", text[start:end], flags=re.MULTILINE)
     return {tuple(r.split(" ∘ ")) for r in rows}
 
 
-def test_readme_lists_what_refuses():
-    assert readme_refusals() == set(REFUSALS)
+def test_the_guide_lists_what_refuses():
+    assert guide_refusals() == set(REFUSALS)
 
 
-def test_readme_counts_are_this_tests():
-    """The README's numbers (stages, pairs, chosen triples) are this module's."""
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### What composes") : text.index("<!-- /compose-refusals -->")]
+def test_the_guides_counts_are_this_tests():
+    """The design guide's numbers (stages, pairs, chosen triples) are this module's."""
+    text = DESIGN_GUIDE.read_text(encoding="utf-8")
+    section = text[text.index("## What composes") : text.index("<!-- /compose-refusals -->")]
     section = " ".join(section.split())  # (lines wrap anywhere)
     claim = f"{len(STAGES) ** 2} ordered pairs of its {len(STAGES)} stages"
     assert claim in section, claim
     assert f"{len(CHOSEN_TRIPLES)} chosen triples" in section
     for name in STAGES:
         shown = name.replace("_vectorized", "").replace("_in_axes", "").replace("_closure", "")
-        assert f"`{shown}`" in section, f"the README's list of stages misses {name}"
+        assert f"`{shown}`" in section, f"docs/design.md's list of stages misses {name}"

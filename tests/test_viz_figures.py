@@ -166,13 +166,13 @@ def test_in_a_kernel_importing_autodiff_lab_shows_figures_as_html_with_alt_text(
     assert [sorted(o["data"]) for o in undone] == [["image/png", "text/plain"]]
 
 
-def test_the_readme_example_is_a_stored_figure_of_chapter_06():
-    """The README quotes one figure's alt text (up to its "…"): it is chapter 06's."""
+def test_the_guides_example_is_a_stored_figure_of_chapter_06():
+    """The lecturer's guide quotes one figure's alt text (up to its "…"): it is chapter 06's."""
     from notebook_helpers import notebook_cells
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    quoted = re.search(r'\(e\.g\.\s+"(Plot: .*?)…"\)', readme, re.DOTALL)
-    assert quoted, "README: the example alt text is gone"
+    guide = (ROOT / "docs" / "lecturer.md").read_text(encoding="utf-8")
+    quoted = re.search(r'\(e\.g\.\s+"(Plot: .*?)…"\)', guide, re.DOTALL)
+    assert quoted, "docs/lecturer.md: the example alt text is gone"
     example = " ".join(quoted.group(1).split())
     stored = [
         "".join(o["data"]["text/plain"])

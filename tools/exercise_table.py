@@ -72,7 +72,7 @@ def summary() -> str:
 
 
 def chapter_counts() -> dict[str, str]:
-    """Per chapter ("04"), its counts as the course table shows them: ``(7: 2 easy, …; ~160 min)``."""
+    """Per chapter ("04"), its counts as the course table shows them: ``(7: 2 easy, …)``."""
     from autodiff_lab.grading.spec import LEVELS
 
     chapters: dict[int, list[tuple[str, str, str, int]]] = {}
