@@ -48,6 +48,17 @@ def test_the_readme_fits_on_a_page():
     assert lines <= README_LINES, f"README.md has {lines} lines; at most {README_LINES}"
 
 
+def test_each_design_decision_is_one_line_linking_to_its_full_text():
+    """README "Design decisions": one line per decision, each starting with a link into a
+    guide's section (tests/test_book_guides.py checks that the section exists)."""
+    section = README[README.index("## Design decisions") : README.index("## Licence")]
+    lines = [line for line in section.splitlines()[1:] if line.strip()]
+    decisions = [line for line in lines if line.startswith("- ")]
+    assert len(decisions) >= 5 and len(lines) == len(decisions) + 1, lines  # + one intro line
+    for line in decisions:
+        assert re.match(r"- \[[^]]+\]\(docs/[a-z]+\.md#[a-z0-9-]+\)", line), line
+
+
 def test_the_readme_names_the_licence_pyproject_declares():
     licence = re.search(r'^license = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M)
     section = README[README.index("## Licence") :]
