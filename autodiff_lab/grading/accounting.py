@@ -32,7 +32,7 @@ temporary file of the machine to the worker) by the namespace of each of the mac
 processes, its RAM folders not yet; without the sandbox, every process carrying the run's
 token in its environment (:func:`processes_with_token`).
 
-Where the measure is the only limit (no cgroup is used; see the README), a burst between two
+Where the measure is the only limit (no cgroup is used; see docs/lecturer.md), a burst between two
 looks is not seen: tasks are counted every :data:`TASK_CHECK_SECONDS`, memory every
 :data:`MEMORY_CHECK_SECONDS`. Two hard limits stand behind it, per process: the worker's
 ``RLIMIT_DATA`` (writable private memory, so one large allocation fails with MemoryError)

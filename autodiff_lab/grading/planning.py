@@ -102,7 +102,7 @@ def library_calls(cells: list[str], exercises: list[Exercise]) -> list[str]:
 def library_notes(facts: dict, exercises: list[Exercise]) -> list[str]:
     """Notes for answers whose body calls a FUNCTION of the course library (``autodiff_lab``).
 
-    Decision (README, "Exercises and grades"): calling the library's own function
+    Decision (docs/exercises.md, "What an answer may use"): calling the library's own function
     (``ops.softmax`` for 4.3, ``functional.hvp`` for 6.3…) is NOT refused — the grader
     checks answers, and later exercises build on the library — but the report names what
     was called, for the lecturer to judge. Classes (``Tensor``, ``Value``) are not noted.

@@ -123,7 +123,8 @@ def all_exercises() -> list[Exercise]:
 
 def course_exercises() -> list[Exercise]:
     """The course's own exercises (``grading/exercises/ch*.py``), in numeric id order: what
-    the README's table lists, without exercises a test or a lecturer registered besides."""
+    the exercise table (docs/exercises.md) lists, without exercises a test or a lecturer
+    registered besides."""
     _load_course()
     from . import exercises as package
 

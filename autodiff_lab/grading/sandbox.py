@@ -26,8 +26,8 @@ worker's processes are watched by :mod:`~autodiff_lab.grading.supervise`.
 
 Without bubblewrap the worker is a plain process of the grader's user: the grader says so
 (a line at start, a column of the CSV, a line in each report), and ``--require-sandbox``
-refuses to grade. What is then not protected is listed in the README ("Exercises and
-grades").
+refuses to grade. What is then not protected is listed in the lecturer's guide
+(docs/lecturer.md, "The sandbox and what it protects").
 """
 
 from __future__ import annotations
@@ -56,7 +56,13 @@ MASKED = tuple(
 )  # fmt: skip
 SANDBOX_UID = 65534  # "nobody"
 SANDBOX_TMP_MB = 256.0  # the size of the sandbox's /tmp and /dev/shm (RAM) when bwrap has --size
-NO_SANDBOX_NOTE = "graded WITHOUT a sandbox (bubblewrap not available): see the README"
+#: Where what is not protected without a sandbox is listed (a guide of the course book).
+WHAT_IS_NOT_PROTECTED = (
+    "the lecturer's guide (docs/lecturer.md), 'The sandbox and what it protects'"
+)
+NO_SANDBOX_NOTE = (
+    f"graded WITHOUT a sandbox (bubblewrap not available): see {WHAT_IS_NOT_PROTECTED}"
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +83,7 @@ class Sandbox:
         """One line for the lecturer."""
         if self.isolated:
             return f"sandbox: bubblewrap ({self.executable}): no network, no view of other files"
-        return f"WARNING: grading without a sandbox ({self.reason}); see the README"
+        return f"WARNING: grading without a sandbox ({self.reason}); see {WHAT_IS_NOT_PROTECTED}"
 
     def command(
         self,

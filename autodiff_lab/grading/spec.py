@@ -134,7 +134,8 @@ class Exercise:
     compare: Callable[[Any, Any], bool] = close
     mistakes: tuple[Mistake, ...] = ()
     nudges: tuple[str, ...] = ()  # tiered generic hints: gentle first, more specific later
-    # Declared once here; shown in the notebook heading, the scorecard and the README table.
+    # Declared once here; shown in the notebook heading, the scorecard and the exercise table
+    # (docs/exercises.md).
     level: str = field(default="", kw_only=True)  # one of LEVELS
     minutes: int = field(default=0, kw_only=True)  # a fair estimate for a first attempt
     # The names of the answer's parts when it is a tuple of different things, in order
