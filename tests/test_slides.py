@@ -260,8 +260,6 @@ def test_slide_rules_catch_what_they_claim(tmp_path):
 # being shortened in issue 25). strict: a chapter that keeps the rules fails here until its
 # entry is removed.
 KNOWN_SLIDE_RULE_VIOLATIONS = {
-    "00_why_autodiff": "code cells 9 (25), 12 (21), 17 (27), 18 (25), 20 (23), 22 (19), "
-    "39 (18), 43 (28) lines; 49% of the words on main slides",
     "03_micrograd_from_scratch": "code cells 15 (25), 21 (19), 22 (19), 40 (20), 41 (18), "
     "52 (16), 53 (22), 55 (20), 62 (25), 67 (17), 70 (18), 72 (21), 74 (24) lines",
     "04_tensors": "code cells 4 (22), 7 (23), 15 (19), 29 (22), 33 (23), 35 (23), 38 (25), "

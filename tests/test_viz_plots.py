@@ -16,7 +16,12 @@ from matplotlib.text import Text  # noqa: E402
 
 from autodiff_lab.viz.explorers import COLOR_FORWARD, COLOR_REVERSE  # noqa: E402
 from autodiff_lab.viz.figures import alt_text  # noqa: E402
-from autodiff_lab.viz.plots import MIN_FONT_SIZE, plot_jacobian_passes, plot_mode_race  # noqa: E402
+from autodiff_lab.viz.plots import (  # noqa: E402
+    MIN_FONT_SIZE,
+    plot_error_vs_step,
+    plot_jacobian_passes,
+    plot_mode_race,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -114,9 +119,65 @@ def test_jacobian_passes_label_each_entry_with_its_value_and_pass():
         plot_jacobian_passes(np.ones(3))
 
 
+def _v_sweep():
+    hs = np.array([1e-12, 1e-8, 1e-4, 1.0])
+    forward = np.array([1e-4, 1e-8, 1e-4, 1.0])  # best at h = 1e-8
+    central = np.array([1e-4, 1e-8, 1e-11, 1.0])  # best at h = 1e-4
+    return hs, forward, central
+
+
+def test_error_vs_step_draws_each_curve_its_guides_and_circles_the_best_step():
+    hs, forward, central = _v_sweep()
+    fig = plot_error_vs_step(
+        hs,
+        {"forward difference": forward, "central difference": central},
+        {"truncation ~ h": hs, "round-off ~ eps/h": 1e-16 / hs},
+        ylabel="|error| in $f'(x_0)$",
+    )
+    (ax,) = fig.get_axes()
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == [
+        "forward difference",
+        "central difference",
+        "truncation ~ h",
+        "round-off ~ eps/h",
+        "best step, forward difference",
+        "best step, central difference",
+    ]
+    assert lines[0].get_color() == COLOR_FORWARD and lines[1].get_color() == COLOR_REVERSE
+    np.testing.assert_allclose(lines[3].get_ydata(), [1e-4, 1e-8, 1e-12, 1e-16])
+    # the circles sit on each curve's smallest error, and their labels say where
+    assert (lines[4].get_xdata()[0], lines[4].get_ydata()[0]) == (1e-8, 1e-8)
+    assert (lines[5].get_xdata()[0], lines[5].get_ydata()[0]) == (1e-4, 1e-11)
+    assert [t.get_text() for t in ax.texts] == [
+        "h = 1e-08\nerror 1e-08",
+        "h = 1e-04\nerror 1e-11",
+    ]
+    assert ax.get_ylabel() == "|error| in $f'(x_0)$" and ax.get_xlabel() == "step $h$"
+    assert ax.get_ylim() == pytest.approx((1e-13, 1e1))
+    assert alt_text(fig) == (
+        "Plot: “Finite differences: the V of truncation vs round-off”: 6 lines of |error| in "
+        "f'(x₀) against step h, both axes on log scales; legend: forward difference; central "
+        "difference; truncation ~ h; round-off ~ eps/h; best step, forward difference; best "
+        "step, central difference."
+    )
+
+
+def test_error_vs_step_refuses_mismatched_sweeps():
+    hs, forward, _ = _v_sweep()
+    with pytest.raises(ValueError, match=r"'forward' has \(3,\) errors for \(4,\) steps"):
+        plot_error_vs_step(hs, {"forward": forward[:3]})
+    with pytest.raises(ValueError, match="hs must be positive steps"):
+        plot_error_vs_step(-hs, {"forward": forward})
+    with pytest.raises(ValueError, match="expected 1 to 4 error curves, got 0"):
+        plot_error_vs_step(hs, {})
+
+
 def test_no_text_smaller_than_the_stated_minimum():
     assert MIN_FONT_SIZE >= 10  # matplotlib's default: readable at 1280×720
     race = plot_mode_race([2, 4, 8], [1.0, 2.0, 4.0], [1.0, 1.5, 2.0], grows="inputs")
     passes = plot_jacobian_passes(np.eye(2))
-    assert _smallest_text(race) >= MIN_FONT_SIZE
-    assert _smallest_text(passes) >= MIN_FONT_SIZE
+    hs, forward, central = _v_sweep()
+    v = plot_error_vs_step(hs, {"forward": forward, "central": central}, {"guide": hs})
+    for fig in (race, passes, v):
+        assert _smallest_text(fig) >= MIN_FONT_SIZE

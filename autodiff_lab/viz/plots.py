@@ -8,6 +8,8 @@ alternative). Text is never smaller than matplotlib's default 10 pt, readable fr
 of a room; forward and reverse mode have the colours the widgets give them
 (:data:`~autodiff_lab.viz.explorers.COLOR_FORWARD`, ``COLOR_REVERSE``).
 
+- :func:`plot_error_vs_step` — the V of a finite difference's error against its step h, with
+  the best step of the sweep circled and the truncation and round-off guides dashed.
 - :func:`plot_mode_race` — the CPU time of forward and reverse mode as the inputs (a
   gradient) or the outputs (a Jacobian column) grow, and the ratio of the two.
 - :func:`plot_jacobian_passes` — which pass finds each entry of a Jacobian: forward mode a
@@ -22,6 +24,13 @@ from typing import Any
 import numpy as np
 
 from .explorers import COLOR_FORWARD, COLOR_GUIDE, COLOR_REVERSE
+
+#: Colours of the error curves, in order: forward difference, central difference (as in
+#: :class:`~autodiff_lab.viz.explorers.FiniteDifferenceExplorer`), then any others.
+_CURVE_COLOURS = [COLOR_FORWARD, COLOR_REVERSE, "#CC79A7", "#009E73"]
+#: Where each curve's best-step label sits, from the circled point (points): below left for
+#: the first curve (its V is the higher one), right for the second.
+_LABEL_OFFSETS = [(-100, -30), (14, -6), (14, 10), (-100, 10)]
 
 #: The smallest font size (points) a figure drawn here uses.
 MIN_FONT_SIZE = 10.0
@@ -59,6 +68,60 @@ def _measured(name: str, values: Any, n: int) -> np.ndarray:
             f"{array.shape}"
         )
     return array
+
+
+def plot_error_vs_step(
+    hs: Sequence[float],
+    errors: dict[str, Any],
+    guides: dict[str, Any] | None = None,
+    *,
+    ylabel: str = "|error|",
+    ylim: tuple[float, float] = (1e-13, 1e1),
+) -> Any:
+    """|error| of each finite difference in ``errors`` (name -> one error per step of
+    ``hs``) against the step h on log–log axes, the best step of the sweep circled and
+    labelled with its h and error; ``guides`` (label -> one value per step, e.g. the
+    truncation and round-off estimates) drawn as thin black lines. Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import LogLocator
+
+    steps = np.asarray(hs, dtype=float)
+    if steps.ndim != 1 or not np.all(steps > 0):
+        raise ValueError(f"plot_error_vs_step: hs must be positive steps, got shape {steps.shape}")
+    if not 1 <= len(errors) <= len(_CURVE_COLOURS):
+        raise ValueError(
+            f"plot_error_vs_step: expected 1 to {len(_CURVE_COLOURS)} error curves, got "
+            f"{len(errors)}"
+        )
+    fig, ax = plt.subplots(figsize=(10, 4.4))
+    curves = {}
+    for name, values in errors.items():
+        curve = np.asarray(values, dtype=float)
+        if curve.shape != steps.shape:
+            raise ValueError(
+                f"plot_error_vs_step: {name!r} has {curve.shape} errors for {steps.shape} steps"
+            )
+        curves[name] = curve
+    for (name, curve), colour in zip(curves.items(), _CURVE_COLOURS):
+        ax.loglog(steps, curve, ".-", ms=3, color=colour, label=name)
+    for (label, values), style in zip((guides or {}).items(), ["--", ":", "-.", "-"]):
+        ax.loglog(steps, np.asarray(values, dtype=float), style, color="k", lw=1, label=label)
+    for (name, curve), colour, offset in zip(curves.items(), _CURVE_COLOURS, _LABEL_OFFSETS):
+        i = int(np.argmin(curve))  # the best step of the sweep, circled: its exact figures
+        ax.loglog(steps[i], curve[i], "o", ms=11, mfc="none", mew=1.5, color=colour,
+                  label=f"best step, {name}")  # fmt: skip
+        ax.annotate(f"h = {steps[i]:.0e}\nerror {curve[i]:.0e}", (steps[i], curve[i]),
+                    color=colour, xytext=offset, textcoords="offset points",
+                    fontsize=MIN_FONT_SIZE, bbox={"fc": "white", "ec": "none", "alpha": 0.85,
+                                                  "pad": 1})  # fmt: skip
+    ax.set_ylim(*ylim)
+    ax.xaxis.set_major_locator(LogLocator(numticks=7))  # every few decades: labels stay apart
+    ax.set_xlabel("step $h$")
+    ax.set_ylabel(ylabel)
+    ax.set_title("Finite differences: the V of truncation vs round-off")
+    ax.legend(fontsize=MIN_FONT_SIZE, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return fig
 
 
 def plot_mode_race(
@@ -132,4 +195,4 @@ def _subscript(k: int) -> str:
     return str(k).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-__all__ = ["MIN_FONT_SIZE", "plot_jacobian_passes", "plot_mode_race"]
+__all__ = ["MIN_FONT_SIZE", "plot_error_vs_step", "plot_jacobian_passes", "plot_mode_race"]
