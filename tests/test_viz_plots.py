@@ -14,12 +14,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
+from autodiff_lab.viz.checkpointing import MEMORY_COLOR, TIME_COLOR  # noqa: E402
 from autodiff_lab.viz.explorers import COLOR_FORWARD, COLOR_REVERSE  # noqa: E402
 from autodiff_lab.viz.figures import alt_text  # noqa: E402
 from autodiff_lab.viz.plots import (  # noqa: E402
     MIN_FONT_SIZE,
+    plot_checkpoint_costs,
     plot_error_vs_step,
     plot_jacobian_passes,
+    plot_memory_race,
     plot_mode_race,
 )
 
@@ -173,11 +176,68 @@ def test_error_vs_step_refuses_mismatched_sweeps():
         plot_error_vs_step(hs, {})
 
 
+def test_memory_race_draws_reverse_and_forward_in_megabytes():
+    fig = plot_memory_race(
+        [10, 20], [2e6, 4e6], [1e5, 1e5], xlabel="chain length n", title="memory of a chain"
+    )
+    (ax,) = fig.get_axes()
+    reverse, forward = ax.get_lines()
+    assert (reverse.get_label(), forward.get_label()) == (
+        "reverse mode (grad)",
+        "forward mode (jvp)",
+    )
+    assert reverse.get_color() == COLOR_REVERSE and forward.get_color() == COLOR_FORWARD
+    np.testing.assert_allclose(reverse.get_ydata(), [2.0, 4.0])  # MB
+    np.testing.assert_allclose(forward.get_ydata(), [0.1, 0.1])
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("chain length n", "peak memory (MB)")
+    assert alt_text(fig) == (
+        "Plot: “memory of a chain”: 2 lines of peak memory (MB) against chain length n; "
+        "legend: reverse mode (grad); forward mode (jvp)."
+    )
+    with pytest.raises(ValueError, match="plot_memory_race: 1 forward peaks for 2 sizes"):
+        plot_memory_race([10, 20], [1.0, 2.0], [1.0], xlabel="n", title="t")
+
+
+def test_checkpoint_costs_is_the_explorers_picture_with_a_guide():
+    ks, peaks, seconds = [1, 4, 16], [8e6, 2e6, 3e6], [0.010, 0.012, 0.015]
+    fig = plot_checkpoint_costs(ks, peaks, seconds, guide=(8.0, "k = √(3n)"))
+    memory, time = fig.get_axes()
+    (curve, guide) = memory.get_lines()
+    np.testing.assert_allclose(curve.get_ydata(), [8.0, 2.0, 3.0])  # MB
+    assert curve.get_color() == MEMORY_COLOR and guide.get_label() == "k = √(3n)"
+    np.testing.assert_allclose(guide.get_xdata(), [8.0, 8.0])  # a vertical line at k = 8
+    (times,) = time.get_lines()
+    np.testing.assert_allclose(times.get_ydata(), [10.0, 12.0, 15.0])  # ms
+    assert times.get_color() == TIME_COLOR
+    assert [t.get_text() for t in time.get_xticklabels()] == ["1", "4", "16"]
+    assert (memory.get_ylabel(), time.get_ylabel()) == (
+        "peak memory (MB)",
+        "time of one gradient (ms)",
+    )
+    assert memory.get_title() == "Memory: k boundaries + one segment of n/k"
+    with pytest.raises(ValueError, match="3 segment counts, 2 peaks and 3 times"):
+        plot_checkpoint_costs(ks, peaks[:2], seconds)
+
+
+def test_the_checkpoint_explorer_draws_the_same_panels_and_circles_its_k():
+    from matplotlib.figure import Figure
+
+    from autodiff_lab.viz.checkpointing import draw_checkpoint_costs
+
+    fig = Figure()
+    memory, _ = draw_checkpoint_costs(fig, [1, 4, 16], [8e6, 2e6, 3e6], [1.0, 1.0, 1.0], current=4)
+    curve, circle = memory.get_lines()
+    assert (circle.get_xdata()[0], circle.get_ydata()[0]) == (4, 2.0)  # on the curve, at k = 4
+    assert circle.get_marker() == "o" and circle.get_markerfacecolor() == "none"
+
+
 def test_no_text_smaller_than_the_stated_minimum():
     assert MIN_FONT_SIZE >= 10  # matplotlib's default: readable at 1280×720
     race = plot_mode_race([2, 4, 8], [1.0, 2.0, 4.0], [1.0, 1.5, 2.0], grows="inputs")
     passes = plot_jacobian_passes(np.eye(2))
     hs, forward, central = _v_sweep()
     v = plot_error_vs_step(hs, {"forward": forward, "central": central}, {"guide": hs})
-    for fig in (race, passes, v):
+    memory = plot_memory_race([1, 2], [2.0, 3.0], [1.0, 1.0], xlabel="n", title="memory")
+    costs = plot_checkpoint_costs([1, 2, 4], [3.0, 2.0, 2.5], [1.0, 1.1, 1.2], guide=(2.0, "k"))
+    for fig in (race, passes, v, memory, costs):
         assert _smallest_text(fig) >= MIN_FONT_SIZE

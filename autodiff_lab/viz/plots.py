@@ -10,6 +10,10 @@ of a room; forward and reverse mode have the colours the widgets give them
 
 - :func:`plot_error_vs_step` — the V of a finite difference's error against its step h, with
   the best step of the sweep circled and the truncation and round-off guides dashed.
+- :func:`plot_memory_race` — the peak memory of reverse and forward mode as a chain or a
+  network grows.
+- :func:`plot_checkpoint_costs` — the peak memory and time of a checkpointed gradient against
+  the number of segments (the drawing of the checkpoint explorer).
 - :func:`plot_mode_race` — the CPU time of forward and reverse mode as the inputs (a
   gradient) or the outputs (a Jacobian column) grow, and the ratio of the two.
 - :func:`plot_jacobian_passes` — which pass finds each entry of a Jacobian: forward mode a
@@ -23,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .checkpointing import draw_checkpoint_costs
 from .explorers import COLOR_FORWARD, COLOR_GUIDE, COLOR_REVERSE
 
 #: Colours of the error curves, in order: forward difference, central difference (as in
@@ -164,6 +169,52 @@ def plot_mode_race(
     return fig
 
 
+def plot_memory_race(
+    sizes: Sequence[int],
+    reverse_bytes: Sequence[float],
+    forward_bytes: Sequence[float],
+    *,
+    xlabel: str,
+    title: str,
+) -> Any:
+    """The peak memory (MB) of a reverse-mode and a forward-mode derivative, measured at
+    each of ``sizes`` (a chain's length, a network's depth). Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    for name, values, style, colour in (
+        ("reverse mode (grad)", reverse_bytes, "s-", COLOR_REVERSE),
+        ("forward mode (jvp)", forward_bytes, "o-", COLOR_FORWARD),
+    ):
+        if len(values) != len(sizes):
+            raise ValueError(
+                f"plot_memory_race: {len(values)} {name.split()[0]} peaks for {len(sizes)} sizes"
+            )
+        ax.plot(sizes, np.asarray(values, dtype=float) / 1e6, style, color=colour, label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("peak memory (MB)")
+    ax.set_title(title)
+    ax.legend(fontsize=MIN_FONT_SIZE)
+    return fig
+
+
+def plot_checkpoint_costs(
+    segments: Sequence[int],
+    peak_bytes: Sequence[float],
+    seconds: Sequence[float],
+    *,
+    guide: tuple[float, str] | None = None,
+) -> Any:
+    """:func:`~autodiff_lab.viz.checkpointing.draw_checkpoint_costs` (the checkpoint
+    explorer's picture) as a figure of its own. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(10, 3.8))
+    draw_checkpoint_costs(fig, segments, peak_bytes, seconds, guide=guide)
+    fig.tight_layout()
+    return fig
+
+
 def plot_jacobian_passes(jacobian: Any) -> Any:
     """The entries of an m×n ``jacobian`` twice, each coloured by the pass that finds it:
     forward mode (a column per pass, n passes) and reverse mode (a row per pass, m passes).
@@ -195,4 +246,11 @@ def _subscript(k: int) -> str:
     return str(k).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-__all__ = ["MIN_FONT_SIZE", "plot_error_vs_step", "plot_jacobian_passes", "plot_mode_race"]
+__all__ = [
+    "MIN_FONT_SIZE",
+    "plot_checkpoint_costs",
+    "plot_error_vs_step",
+    "plot_jacobian_passes",
+    "plot_memory_race",
+    "plot_mode_race",
+]
