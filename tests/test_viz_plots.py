@@ -18,12 +18,16 @@ from autodiff_lab.viz.checkpointing import MEMORY_COLOR, TIME_COLOR  # noqa: E40
 from autodiff_lab.viz.explorers import COLOR_FORWARD, COLOR_REVERSE  # noqa: E402
 from autodiff_lab.viz.figures import alt_text  # noqa: E402
 from autodiff_lab.viz.plots import (  # noqa: E402
+    CLASS_COLOURS,
     MIN_FONT_SIZE,
     plot_checkpoint_costs,
+    plot_confusion_and_mistakes,
     plot_error_vs_step,
+    plot_gradient_norms_by_layer,
     plot_jacobian_passes,
     plot_memory_race,
     plot_mode_race,
+    plot_moons_training,
 )
 
 
@@ -231,6 +235,60 @@ def test_the_checkpoint_explorer_draws_the_same_panels_and_circles_its_k():
     assert circle.get_marker() == "o" and circle.get_markerfacecolor() == "none"
 
 
+def test_moons_training_colours_the_plane_by_the_sign_of_the_score():
+    X = np.array([[-1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    labels = np.array([0, 1, 1])
+    seen = []
+
+    def score(points):  # class 1 right of x = 0
+        seen.append(points.shape)
+        return points[:, 0]
+
+    fig = plot_moons_training(score, X, labels, "a line", [1.0, 0.5], [0.5, 1.0], grid=10)
+    plane, curves = fig.get_axes()
+    assert seen == [(100, 2)]  # one call on the whole 10 × 10 grid
+    (points,) = plane.collections[-1:]
+    np.testing.assert_allclose(points.get_offsets(), X)
+    np.testing.assert_allclose(
+        points.get_facecolors()[:, :3], [matplotlib.colors.to_rgb(CLASS_COLOURS[k]) for k in labels]
+    )
+    assert plane.get_title() == "a line"
+    assert [line.get_label() for line in curves.get_lines()] == ["loss", "accuracy"]
+    np.testing.assert_allclose(curves.get_lines()[1].get_ydata(), [0.5, 1.0])
+    with pytest.raises(ValueError, match=r"n × 2 points and n labels, got \(3, 2\) and \(2,\)"):
+        plot_moons_training(score, X, labels[:2], "t", [], [])
+
+
+def test_gradient_norms_by_layer_names_each_layer_and_the_ratio():
+    norms = np.array([[1e-4, 1e-2, 1.0], [1e-3, 1e-2, 1e-1]])  # 2 steps, 2 layers + output
+    fig = plot_gradient_norms_by_layer(norms, title="norms")
+    each, ratio = fig.get_axes()
+    assert [line.get_label() for line in each.get_lines()] == ["layer 1", "layer 2", "output"]
+    np.testing.assert_allclose(ratio.get_lines()[0].get_ydata(), [1e4, 1e2])  # output ÷ first
+    assert each.get_yscale() == ratio.get_yscale() == "log"
+    assert ratio.get_title() == "last layer's ‖dL/dW‖ ÷ first layer's"
+    with pytest.raises(ValueError, match=r"steps × layers \(2 or more\), got \(3,\)"):
+        plot_gradient_norms_by_layer(np.ones(3), title="t")
+
+
+def test_confusion_and_mistakes_counts_and_shows_each_wrong_image():
+    true = np.array([0, 0, 1, 2, 2, 2])
+    predicted = np.array([0, 1, 1, 2, 0, 2])  # two mistakes: 0 -> 1 and 2 -> 0
+    images = np.arange(6 * 4).reshape(6, 4)
+    fig = plot_confusion_and_mistakes(true, predicted, images, shape=(2, 2))
+    matrix, gallery = fig.get_axes()[:2]
+    np.testing.assert_array_equal(
+        matrix.images[0].get_array(), [[1, 1, 0], [0, 1, 0], [1, 0, 2]]
+    )  # row = true, column = predicted
+    assert sorted(t.get_text() for t in matrix.texts) == ["1", "1", "1", "1", "2"]
+    assert gallery.get_title() == "the 2 misclassified images"
+    insets = gallery.child_axes
+    assert [a.get_title() for a in insets] == ["0 → 1", "2 → 0"]
+    np.testing.assert_array_equal(insets[1].images[0].get_array(), [[16, 17], [18, 19]])
+    with pytest.raises(ValueError, match=r"\(6,\) true labels.*5 images"):
+        plot_confusion_and_mistakes(true, predicted, images[:5], shape=(2, 2))
+
+
 def test_no_text_smaller_than_the_stated_minimum():
     assert MIN_FONT_SIZE >= 10  # matplotlib's default: readable at 1280×720
     race = plot_mode_race([2, 4, 8], [1.0, 2.0, 4.0], [1.0, 1.5, 2.0], grows="inputs")
@@ -239,5 +297,8 @@ def test_no_text_smaller_than_the_stated_minimum():
     v = plot_error_vs_step(hs, {"forward": forward, "central": central}, {"guide": hs})
     memory = plot_memory_race([1, 2], [2.0, 3.0], [1.0, 1.0], xlabel="n", title="memory")
     costs = plot_checkpoint_costs([1, 2, 4], [3.0, 2.0, 2.5], [1.0, 1.1, 1.2], guide=(2.0, "k"))
-    for fig in (race, passes, v, memory, costs):
+    moons = plot_moons_training(lambda p: p[:, 0], [[0.0, 0.0], [1.0, 1.0]], [0, 1], "t", [1], [1])
+    norms = plot_gradient_norms_by_layer(np.ones((3, 3)), title="t")
+    confusion = plot_confusion_and_mistakes([0, 1], [1, 1], np.ones((2, 4)), shape=(2, 2))
+    for fig in (race, passes, v, memory, costs, moons, norms, confusion):
         assert _smallest_text(fig) >= MIN_FONT_SIZE

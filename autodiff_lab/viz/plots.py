@@ -14,6 +14,12 @@ of a room; forward and reverse mode have the colours the widgets give them
   network grows.
 - :func:`plot_checkpoint_costs` — the peak memory and time of a checkpointed gradient against
   the number of segments (the drawing of the checkpoint explorer).
+- :func:`plot_moons_training` — a 2-D classifier's decision regions over its data, next to
+  its training curves.
+- :func:`plot_gradient_norms_by_layer` — each layer's gradient norm during training and the
+  last layer's over the first's (vanishing gradients).
+- :func:`plot_confusion_and_mistakes` — a classifier's confusion matrix and the images it
+  got wrong.
 - :func:`plot_mode_race` — the CPU time of forward and reverse mode as the inputs (a
   gradient) or the outputs (a Jacobian column) grow, and the ratio of the two.
 - :func:`plot_jacobian_passes` — which pass finds each entry of a Jacobian: forward mode a
@@ -215,6 +221,129 @@ def plot_checkpoint_costs(
     return fig
 
 
+#: Colours of two classes (Okabe–Ito blue and orange: colour-blind safe).
+CLASS_COLOURS = np.array(["#0072B2", "#E69F00"])
+
+
+def plot_moons_training(
+    score_fn: Any,
+    X: Any,
+    labels01: Any,
+    title: str,
+    losses: Sequence[float],
+    accuracies: Sequence[float],
+    *,
+    grid: int = 60,
+) -> Any:
+    """Left: the plane coloured by the class ``score_fn`` predicts (score > 0: class 1) on a
+    ``grid`` × ``grid`` mesh around the points ``X`` (n × 2), the points on top in the colour
+    of their 0/1 label. Right: the loss and the accuracy of each training step. Returns the
+    figure."""
+    import matplotlib.pyplot as plt
+
+    X = np.asarray(X, dtype=float)
+    labels = np.asarray(labels01, dtype=int)
+    if X.ndim != 2 or X.shape[1] != 2 or labels.shape != (len(X),):
+        raise ValueError(
+            f"plot_moons_training: expected n × 2 points and n labels, got {X.shape} and "
+            f"{labels.shape}"
+        )
+    (x0, y0), (x1, y1) = X.min(axis=0) - 0.5, X.max(axis=0) + 0.5
+    gx, gy = np.meshgrid(np.linspace(x0, x1, grid), np.linspace(y0, y1, grid))
+    scores = np.asarray(score_fn(np.column_stack([gx.ravel(), gy.ravel()]))).reshape(gx.shape)
+    fig, (plane, curves) = plt.subplots(1, 2, figsize=(10, 3.8))
+    plane.contourf(gx, gy, scores > 0, levels=[-0.5, 0.5, 1.5], colors=CLASS_COLOURS, alpha=0.3)
+    plane.scatter(X[:, 0], X[:, 1], c=CLASS_COLOURS[labels], s=20, edgecolors="black",
+                  linewidths=0.5)  # fmt: skip
+    plane.set_title(title)
+    curves.plot(losses, color="#0072B2", label="loss")
+    curves.plot(accuracies, color="#D55E00", linestyle="--", label="accuracy")
+    curves.set_xlabel("step")
+    curves.legend(fontsize=MIN_FONT_SIZE)
+    curves.set_title("training curves")
+    fig.tight_layout()
+    return fig
+
+
+def plot_gradient_norms_by_layer(norms: Any, *, title: str) -> Any:
+    """Left: the gradient norm of each layer's weights at every step (``norms``: steps ×
+    layers, the last column the output layer), log scale. Right: the last layer's norm over
+    the first's. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    norms = np.asarray(norms, dtype=float)
+    if norms.ndim != 2 or norms.shape[1] < 2:
+        raise ValueError(
+            f"plot_gradient_norms_by_layer: expected steps × layers (2 or more), got {norms.shape}"
+        )
+    layers = norms.shape[1]
+    names = [f"layer {k + 1}" for k in range(layers - 1)] + ["output"]
+    fig, (each, ratio) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for k, colour in enumerate(plt.cm.viridis(np.linspace(0, 0.9, layers))):
+        each.plot(norms[:, k], color=colour, label=names[k])
+    each.set_yscale("log")
+    each.set_xlabel("step")
+    each.set_title(title)
+    each.legend(fontsize=MIN_FONT_SIZE, ncol=2)
+    ratio.plot(norms[:, -1] / norms[:, 0], color="#D55E00")
+    ratio.set_yscale("log")
+    ratio.set_xlabel("step")
+    ratio.set_title("last layer's ‖dL/dW‖ ÷ first layer's")
+    fig.tight_layout()
+    return fig
+
+
+def plot_confusion_and_mistakes(
+    true: Any, predicted: Any, images: Any, *, shape: tuple[int, int], show: int = 18
+) -> Any:
+    """Left: the confusion matrix of ``true`` against ``predicted`` labels (row = true,
+    column = predicted, counts written in). Right: the first ``show`` misclassified
+    ``images`` (each reshaped to ``shape``), titled "true → predicted". Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    true, predicted = np.asarray(true, dtype=int), np.asarray(predicted, dtype=int)
+    if true.shape != predicted.shape or len(images) != len(true):
+        raise ValueError(
+            f"plot_confusion_and_mistakes: {true.shape} true labels, {predicted.shape} "
+            f"predicted, {len(images)} images: one of each per example"
+        )
+    classes = int(max(true.max(), predicted.max())) + 1
+    confusion = np.zeros((classes, classes), dtype=int)
+    np.add.at(confusion, (true, predicted), 1)
+    wrong = np.flatnonzero(true != predicted)
+    fig, (matrix, gallery) = plt.subplots(
+        1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [1, 1.1]}
+    )
+    matrix.imshow(confusion, cmap="Blues")
+    dark = confusion.max() / 2
+    for (i, j), count in np.ndenumerate(confusion):
+        if count:
+            matrix.text(j, i, count, ha="center", va="center", fontsize=MIN_FONT_SIZE,
+                        color="white" if count > dark else "black")  # fmt: skip
+    matrix.set_xticks(range(classes))
+    matrix.set_yticks(range(classes))
+    matrix.set_xlabel("predicted")
+    matrix.set_ylabel("true")
+    matrix.set_title("confusion matrix")
+    gallery.axis("off")
+    gallery.set_title(f"the {len(wrong)} misclassified images" if len(wrong) <= show
+                      else f"{show} of the {len(wrong)} misclassified images")  # fmt: skip
+    cols, rows = 6, 3
+    for k, i in enumerate(wrong[:show]):
+        box = [
+            (k % cols) / cols,
+            1 - (k // cols + 1) / (rows + 0.2),
+            0.9 / cols,
+            0.8 / (rows + 0.2),
+        ]
+        inset = gallery.inset_axes(box)
+        inset.imshow(np.asarray(images[i]).reshape(shape), cmap="gray_r")
+        inset.set_title(f"{true[i]} → {predicted[i]}", fontsize=MIN_FONT_SIZE)
+        inset.axis("off")
+    fig.tight_layout()
+    return fig
+
+
 def plot_jacobian_passes(jacobian: Any) -> Any:
     """The entries of an m×n ``jacobian`` twice, each coloured by the pass that finds it:
     forward mode (a column per pass, n passes) and reverse mode (a row per pass, m passes).
@@ -247,7 +376,11 @@ def _subscript(k: int) -> str:
 
 
 __all__ = [
+    "CLASS_COLOURS",
     "MIN_FONT_SIZE",
+    "plot_confusion_and_mistakes",
+    "plot_gradient_norms_by_layer",
+    "plot_moons_training",
     "plot_checkpoint_costs",
     "plot_error_vs_step",
     "plot_jacobian_passes",
