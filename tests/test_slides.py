@@ -260,8 +260,6 @@ def test_slide_rules_catch_what_they_claim(tmp_path):
 # being shortened in issue 25). strict: a chapter that keeps the rules fails here until its
 # entry is removed.
 KNOWN_SLIDE_RULE_VIOLATIONS = {
-    "03_micrograd_from_scratch": "code cells 15 (25), 21 (19), 22 (19), 40 (20), 41 (18), "
-    "52 (16), 53 (22), 55 (20), 62 (25), 67 (17), 70 (18), 72 (21), 74 (24) lines",
     "04_tensors": "code cells 4 (22), 7 (23), 15 (19), 29 (22), 33 (23), 35 (23), 38 (25), "
     "41 (16), 45 (17), 46 (20), 52 (17), 58 (16), 63 (20), 66 (23), 71 (23) lines",
 }
