@@ -256,32 +256,54 @@ def test_slide_rules_catch_what_they_claim(tmp_path):
     assert slide_rule_violations(path) == []
 
 
-# The chapters' violations when the rules were written (2026-12-01; the chapter cells are
-# being shortened in issue 25). strict: a chapter that keeps the rules fails here until its
-# entry is removed.
-KNOWN_SLIDE_RULE_VIOLATIONS = {
-    "04_tensors": "code cells 4 (22), 7 (23), 15 (19), 29 (22), 33 (23), 35 (23), 38 (25), "
-    "41 (16), 45 (17), 46 (20), 52 (17), 58 (16), 63 (20), 66 (23), 71 (23) lines",
-}
-
-
-@pytest.mark.parametrize(
-    "path",
-    [
-        pytest.param(
-            p,
-            marks=pytest.mark.xfail(
-                strict=True, reason="slide rules broken: " + KNOWN_SLIDE_RULE_VIOLATIONS[p.stem]
-            ),
-        )
-        if p.stem in KNOWN_SLIDE_RULE_VIOLATIONS
-        else p
-        for p in NUMBERED_CHAPTERS
-    ],
-    ids=lambda p: p.stem,
-)
+# Every numbered chapter keeps the rules (issue 26: the xfails of 2026-12-01 are gone — code
+# cells split, plotting moved to autodiff_lab/viz/plots.py, key topics made main slides).
+@pytest.mark.parametrize("path", NUMBERED_CHAPTERS, ids=lambda p: p.stem)
 def test_every_chapter_keeps_the_slide_rules(path):
     assert slide_rule_violations(path) == []
+
+
+#: Smallest figure text a chapter may set (points): matplotlib's default, and the size the
+#: package's plotting helpers never go below (tests/test_viz_plots.py measures their figures).
+MIN_FIGURE_FONT_PT = 10
+_FONT_SETTING = re.compile(
+    r"(?:fontsize|labelsize|font\.size\W+)\s*[=:]?\s*(\d+(?:\.\d+)?|\"(?:xx?-small|small|smaller)\")"
+)
+
+
+def small_figure_text(path: Path) -> list[str]:
+    """Where a chapter's code asks matplotlib for text below MIN_FIGURE_FONT_PT: a font size
+    in points under it, or a relative size ("small", "x-small", ...) under the default."""
+    found = []
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "code":
+            continue
+        for size in _FONT_SETTING.findall("".join(cell["source"])):
+            if size.startswith('"') or float(size) < MIN_FIGURE_FONT_PT:
+                found.append(f"cell {i}: {size}")
+    return found
+
+
+def test_small_figure_text_is_found(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    cells = [
+        new_code_cell('ax.legend(fontsize=8)\nax.text(0, 0, "a", fontsize=12)'),
+        new_code_cell('ax.legend(fontsize="small")\nplt.rcParams.update({"font.size": 9})'),
+        new_code_cell("ax.tick_params(labelsize=10)"),
+    ]
+    path = tmp_path / "fonts.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    assert small_figure_text(path) == ["cell 0: 8", 'cell 1: "small"', "cell 1: 9"]
+
+
+@pytest.mark.parametrize("path", NUMBERED_CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_figures_set_no_text_below_10_pt(path):
+    import matplotlib
+
+    assert matplotlib.rcParams["font.size"] >= MIN_FIGURE_FONT_PT  # the default they rely on
+    assert small_figure_text(path) == []
 
 
 # --- widget start states (issue 26 §3): after Run All, a widget the text walks through starts
