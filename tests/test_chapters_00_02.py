@@ -326,7 +326,7 @@ def test_ch00_the_tiny_algebra_system_is_about_75_lines():
     demo lines that use them — print(...), x_sym = ..., symbolic_value = ... — not counted)."""
     starts = (
         "class Sym:",
-        "# Python's operators on a Sym",
+        "# operators on a Sym",
         "def sym(v):",
         "def mul(a, b):",
         "def rule(e, memo):",
