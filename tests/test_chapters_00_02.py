@@ -176,7 +176,7 @@ def test_ch00_the_tests_step_and_tolerance_are_what_the_text_says():
     assert "STEP = 1e-6" in source and "RTOL, ATOL = 1e-5, 1e-6" in source
     text = _markdown(CH00)
     assert "at $h = 10^{-6}$" in text and "allow a relative $10^{-5}$" in text
-    printed = _printed(_cell_after_heading(CH00, "**Speaker notes — the best step.**"))
+    printed = _printed(_cell_after_heading(CH00, "**Speaker notes — the best step.**", skip=1))
     assert "central error at the tests' step h = 1e-06 below 1e-9: True" in printed
 
 
@@ -322,13 +322,16 @@ def test_ch02_jax_linear_primitives_need_transpose_rules():
 
 
 def test_ch00_the_tiny_algebra_system_is_about_75_lines():
-    """Non-blank lines of Sym, its helpers, diff and evaluate (the demo lines that use them —
-    print(...), x_sym = ..., symbolic_value = ... — not counted)."""
+    """Non-blank lines of Sym, its operators and helpers, diff with its rules and evaluate (the
+    demo lines that use them — print(...), x_sym = ..., symbolic_value = ... — not counted)."""
     starts = (
         "class Sym:",
+        "# operators on a Sym",
         "def sym(v):",
+        "def mul(a, b):",
+        "def rule(e, memo):",
         "def diff(e, memo=None):",
-        "def evaluate(e, x, memo=None):",
+        "NUMERIC = {",
     )
     code = [c for c in _cells(CH00) if c["cell_type"] == "code"]
     lines = 0

@@ -105,7 +105,10 @@ def test_ch00_digits_at_the_best_steps(sweep):
 
 
 def test_ch00_stored_verdicts_and_theory_values():
-    printed = _printed(_code_cell(CH00, "def best_step"))
+    # the best steps' cell and the one after it (forward, then central and the tests' step)
+    printed = _printed(_code_cell(CH00, "def best_step")) + _printed(
+        _code_cell(CH00, 'print(f"central, theory')
+    )
     assert "False" not in printed and printed.count("True") == 6, printed
     assert central_error(1e-6) < 1e-9, "text: below 1e-9 at the tests' step h = 1e-6"
     assert f"sqrt(eps)  = {math.sqrt(EPS):.0e}" in printed and "= 1e-08" in printed

@@ -256,45 +256,135 @@ def test_slide_rules_catch_what_they_claim(tmp_path):
     assert slide_rule_violations(path) == []
 
 
-# The chapters' violations when the rules were written (2026-12-01; the chapter cells are
-# being shortened in issue 25). strict: a chapter that keeps the rules fails here until its
-# entry is removed.
-KNOWN_SLIDE_RULE_VIOLATIONS = {
-    "00_why_autodiff": "code cells 9 (25), 12 (21), 17 (27), 18 (25), 20 (23), 22 (19), "
-    "39 (18), 43 (28) lines; 49% of the words on main slides",
-    "01_forward_mode": "code cell 6 (29 lines)",
-    "02_reverse_mode": "code cells 12 (21), 24 (16), 32 (25), 38 (18), 41 (28), 42 (25) lines",
-    "03_micrograd_from_scratch": "code cells 15 (25), 21 (19), 22 (19), 40 (20), 41 (18), "
-    "52 (16), 53 (22), 55 (20), 62 (25), 67 (17), 70 (18), 72 (21), 74 (24) lines",
-    "04_tensors": "code cells 4 (22), 7 (23), 15 (19), 29 (22), 33 (23), 35 (23), 38 (25), "
-    "41 (16), 45 (17), 46 (20), 52 (17), 58 (16), 63 (20), 66 (23), 71 (23) lines",
-    "05_training_an_mlp": "code cells 9 (21), 12 (21), 14 (18), 16 (25), 20 (30), 27 (16), "
-    "29 (30), 38 (28), 40 (20), 42 (20), 44 (29) lines",
-    "06_beyond": "code cells 22 (21), 26 (18), 31 (21) lines",
-    "07_memory_and_control": "code cells 3 (30), 6 (31), 11 (28), 12 (16), 15 (17), 17 (31), "
-    "22 (21), 31 (28), 37 (18), 54 (36), 62 (20), 63 (25), 66 (24), 69 (31) lines; 35% of "
-    "the words on main slides",
-    "08_transformations": "code cells 28 (18), 38 (24), 43 (17), 45 (26), 49 (30) lines",
-}
+# Every numbered chapter keeps the rules (issue 26: the xfails of 2026-12-01 are gone — code
+# cells split, plotting moved to autodiff_lab/viz/plots.py, key topics made main slides).
+@pytest.mark.parametrize("path", NUMBERED_CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_keeps_the_slide_rules(path):
+    assert slide_rule_violations(path) == []
+
+
+#: Smallest figure text a chapter may set (points): matplotlib's default, and the size the
+#: package's plotting helpers never go below (tests/test_viz_plots.py measures their figures).
+MIN_FIGURE_FONT_PT = 10
+_FONT_SETTING = re.compile(
+    r"(?:fontsize|labelsize|font\.size\W+)\s*[=:]?\s*(\d+(?:\.\d+)?|\"(?:xx?-small|small|smaller)\")"
+)
+
+
+def small_figure_text(path: Path) -> list[str]:
+    """Where a chapter's code asks matplotlib for text below MIN_FIGURE_FONT_PT: a font size
+    in points under it, or a relative size ("small", "x-small", ...) under the default."""
+    found = []
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "code":
+            continue
+        for size in _FONT_SETTING.findall("".join(cell["source"])):
+            if size.startswith('"') or float(size) < MIN_FIGURE_FONT_PT:
+                found.append(f"cell {i}: {size}")
+    return found
+
+
+def test_small_figure_text_is_found(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    cells = [
+        new_code_cell('ax.legend(fontsize=8)\nax.text(0, 0, "a", fontsize=12)'),
+        new_code_cell('ax.legend(fontsize="small")\nplt.rcParams.update({"font.size": 9})'),
+        new_code_cell("ax.tick_params(labelsize=10)"),
+    ]
+    path = tmp_path / "fonts.ipynb"
+    nbformat.write(new_notebook(cells=cells), path)
+    assert small_figure_text(path) == ["cell 0: 8", 'cell 1: "small"', "cell 1: 9"]
+
+
+@pytest.mark.parametrize("path", NUMBERED_CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_figures_set_no_text_below_10_pt(path):
+    import matplotlib
+
+    assert matplotlib.rcParams["font.size"] >= MIN_FIGURE_FONT_PT  # the default they rely on
+    assert small_figure_text(path) == []
+
+
+# --- widget start states (issue 26 §3): after Run All, a widget the text walks through starts
+# where the text starts. The notebook's stored widget state is what JupyterLab shows on opening
+# and what a live slide starts from, so the controls are read from it.
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def stored_controls(path: Path, marker: str) -> dict[str, object]:
+    """The controls of the widget that the code cell containing ``marker`` displays, as the
+    notebook stores their state: description -> value (a selection widget's chosen label)."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    state = notebook["metadata"]["widgets"][WIDGET_STATE]["state"]
+    cells = [
+        c for c in notebook["cells"] if c["cell_type"] == "code" and marker in "".join(c["source"])
+    ]
+    assert len(cells) == 1, f"{path.name}: {len(cells)} code cells contain {marker!r}"
+    views = [
+        o["data"][WIDGET_VIEW_MIME]
+        for o in cells[0]["outputs"]
+        if WIDGET_VIEW_MIME in o.get("data", {})
+    ]
+    assert len(views) == 1, f"{path.name}: the cell with {marker!r} displays {len(views)} widgets"
+    controls, todo = {}, [views[0]["model_id"]]
+    while todo:
+        model = state[todo.pop(0)]["state"]
+        todo += [child.removeprefix("IPY_MODEL_") for child in model.get("children", [])]
+        if "_options_labels" in model:
+            controls[model["description"]] = model["_options_labels"][model["index"]]
+        elif isinstance(model.get("value"), int | float) and model.get("description"):
+            controls[model["description"]] = model["value"]
+    return controls
 
 
 @pytest.mark.parametrize(
-    "path",
+    ("chapter", "marker", "control", "start"),
     [
-        pytest.param(
-            p,
-            marks=pytest.mark.xfail(
-                strict=True, reason="slide rules broken: " + KNOWN_SLIDE_RULE_VIOLATIONS[p.stem]
-            ),
-        )
-        if p.stem in KNOWN_SLIDE_RULE_VIOLATIONS
-        else p
-        for p in NUMBERED_CHAPTERS
+        # the text pushes e_x through f3 "one operation at a time": from step 0
+        ("01_forward_mode", "ForwardStepper(f3,", "step", 0),
+        # "replays backward() one node at a time ... Move the slider": from step 0
+        ("02_reverse_mode", "stepper = BackwardStepper(L)", "step", 0),
+        # the text says "the stored page shows step 3"
+        ("03_micrograd_from_scratch", "BackwardStepper(as_package_value(L))", "step", 3),
+        # jvp is introduced first, the transpose (vjp) second
+        (
+            "08_transformations",
+            "viewer = LinearizeViewer(h,",
+            "direction",
+            "jvp: push a tangent forward",
+        ),
+        (
+            "08_transformations",
+            "viewer = LinearizeViewer(h,",
+            "tangent",
+            "as given: (1.0000, 0.0000)",
+        ),
     ],
-    ids=lambda p: p.stem,
 )
-def test_every_chapter_keeps_the_slide_rules(path):
-    assert slide_rule_violations(path) == []
+def test_walked_through_widgets_start_where_the_text_starts(chapter, marker, control, start):
+    controls = stored_controls(ROOT / "notebooks" / f"{chapter}.ipynb", marker)
+    assert controls[control] == start, controls
+
+
+def test_stored_controls_reads_a_moved_widget(tmp_path):
+    """The reader above sees a widget that a later cell moved (the bug it guards against)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    cells = [
+        "from autodiff_lab import Value\nfrom autodiff_lab.viz import BackwardStepper",
+        "x = Value(2.0)\nstepper = BackwardStepper(x * x + x)\nstepper",
+        "stepper.slider.value = 2",
+    ]
+    nb = new_notebook(cells=[new_code_cell(c) for c in cells])
+    NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True).execute()
+    path = tmp_path / "moved.ipynb"
+    nbformat.write(nb, path)
+    assert stored_controls(path, "stepper = BackwardStepper")["step"] == 2
 
 
 def test_offline_export_reads_the_committed_notebook_not_a_run_in_place(tmp_path):

@@ -9,6 +9,8 @@
 - :class:`LinearizeViewer`, :func:`draw_linear_graph` — a jvp's linear graph and its
   transpose, the vjp (in :mod:`autodiff_lab.viz.linear_viewer`).
 - :class:`CheckpointExplorer` — checkpointing: kept vs recomputed values, memory and time.
+- ``plot_mode_race``, ``plot_jacobian_passes`` — the chapters' figures, one call on a slide
+  (in :mod:`autodiff_lab.viz.plots`).
 - :func:`describe` — a sentence saying what a matplotlib figure shows, for its alt text (in
   :mod:`autodiff_lab.viz.figures`, which gives every figure a text alternative).
 

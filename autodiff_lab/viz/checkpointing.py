@@ -197,6 +197,54 @@ def _with_text_alternative(svg: str, title: str, desc: str) -> str:
     return head + alt + svg[head_end:]
 
 
+def draw_checkpoint_costs(
+    fig,
+    segments: Sequence[int],
+    peak_bytes: Sequence[float],
+    seconds: Sequence[float],
+    *,
+    current: int | None = None,
+    guide: tuple[float, str] | None = None,
+) -> list:
+    """Two panels on ``fig`` against the number of segments k: the peak memory (MB) and the
+    time (ms) of one checkpointed gradient, as measured. ``current``: the k to circle (the
+    explorer's slider); ``guide``: a k and its label, marked with a dashed line (e.g. √(3n),
+    where the memory model is smallest). Returns the two axes. The explorer draws with it, and
+    chapter 07 through :func:`~autodiff_lab.viz.plots.plot_checkpoint_costs`."""
+    ks = [int(k) for k in segments]
+    if not (len(ks) == len(peak_bytes) == len(seconds)) or not ks:
+        raise ValueError(
+            f"draw_checkpoint_costs: {len(ks)} segment counts, {len(peak_bytes)} peaks and "
+            f"{len(seconds)} times: one of each per k"
+        )
+    panels = (
+        (np.asarray(peak_bytes) / 1e6, "peak memory (MB)", MEMORY_COLOR, "s-",
+         "Memory: k boundaries + one segment of n/k"),
+        (np.asarray(seconds) * 1e3, "time of one gradient (ms)", TIME_COLOR, "o-",
+         "Time: up to one extra forward pass"),
+    )  # fmt: skip
+    axes = []
+    for i, (ys, label, color, style, title) in enumerate(panels, start=1):
+        ax = fig.add_subplot(1, 2, i)
+        ax.plot(ks, ys, style, color=color)
+        if current is not None:
+            at = ks.index(current)
+            ax.plot([ks[at]], [ys[at]], "o", ms=12, mfc="none", mec="black")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlabel("segments k")
+        ax.set_ylabel(label)
+        ax.set_title(title)
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+        axes.append(ax)
+    if guide is not None:
+        axes[0].axvline(guide[0], color="#999999", ls="--", label=guide[1])
+        axes[0].legend()
+    return axes
+
+
 class CheckpointExplorer(widgets.VBox):
     """Slider over the number of segments of a checkpointed chain: drawing and live costs.
 
@@ -302,22 +350,9 @@ class CheckpointExplorer(widgets.VBox):
 
     def _draw(self, fig) -> None:
         ks = sorted(self.results)
-        peaks = [self.results[k]["peak_bytes"] / 1e6 for k in ks]
-        times = [self.results[k]["seconds"] * 1e3 for k in ks]
-        panels = ((peaks, "peak memory (MB)", MEMORY_COLOR, "s-"),
-                  (times, "time of one gradient (ms)", TIME_COLOR, "o-"))  # fmt: skip
-        for i, (ys, label, color, style) in enumerate(panels, start=1):
-            ax = fig.add_subplot(1, 2, i)
-            ax.plot(ks, ys, style, color=color)
-            current = ks.index(self.segments)
-            ax.plot([ks[current]], [ys[current]], "o", ms=12, mfc="none", mec="black")
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(ks, [str(k) for k in ks])
-            ax.minorticks_off()
-            ax.set_xlabel("segments k")
-            ax.set_title(label)
-            ax.grid(True, alpha=0.3)
-            ax.set_ylim(bottom=0)
+        peaks = [self.results[k]["peak_bytes"] for k in ks]
+        seconds = [self.results[k]["seconds"] for k in ks]
+        draw_checkpoint_costs(fig, ks, peaks, seconds, current=self.segments)
 
     def _summary(self) -> str:
         return f"CheckpointExplorer: {self.title}"
