@@ -121,10 +121,12 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     ("student", "relu'(0)/abs'(0)", lambda: True),  # the derivatives at the point 0
     (
         "student",
-        "Markdown words / 175 + 1 minute per code cell",
+        "reading the text at 100 words a minute, its code at 9 seconds\n"
+        "a line, and 30 seconds a cell",
         lambda: (
-            const("test_chapters_reading_time", "WORDS_PER_MINUTE", 175)()
-            and const("test_chapters_reading_time", "MINUTES_PER_CODE_CELL", 1.0)()
+            const("test_chapters_reading_time", "WORDS_PER_MINUTE", 100)()
+            and const("test_chapters_reading_time", "SECONDS_PER_CODE_LINE", 9)()
+            and const("test_chapters_reading_time", "SECONDS_PER_CODE_CELL", 30)()
         ),
     ),
     (

@@ -1,16 +1,18 @@
-"""The reading time a chapter states on its first cell ("About N minutes") is measured.
+"""The study time a chapter states on its first cell ("About N minutes") is measured.
 
-The estimate, for a student who reads the text and runs every cell:
+The study model, for a student who reads the text, reads the code and runs every cell:
 
-    minutes = (words of Markdown, speaker notes included) / 175
-              + (non-blank lines of code) / 14
+    minutes = (words of Markdown, speaker notes included) / 100
+              + (non-blank lines of code) x 9 s
+              + (code cells) x 30 s
 
-175 words a minute is the middle of the usual 150-200 for technical prose with formulas; a
-minute per 14 lines of code is for reading the code, running it and looking at its output
-(lines, not cells: a long cell split in two for the slides takes no longer to read). Graded
-exercises are not included (each chapter says where they are). A chapter that states a time
-Every chapter states one, within 25 % of this estimate, and the course tables of the README and
-of the student's guide (docs/student.md) repeat it.
+100 words a minute is studying technical prose with formulas (skimming it goes at 150-200, a
+speed at which a derivation is not followed); 9 seconds a line is reading code to know what
+each line does, as the exercises then ask; 30 seconds a cell is running it and looking at
+its output. Lines, not cells, carry the reading: a long cell split in two for the slides
+takes no longer to read. Graded exercises are not included (each chapter says where they
+are). Every chapter states a time within 25 % of this estimate, and the course tables of the
+README and of the student's guide (docs/student.md) repeat it.
 """
 
 from __future__ import annotations
@@ -26,38 +28,36 @@ ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted(
     p for p in (ROOT / "notebooks").glob("0[0-9]_*.ipynb") if p.stem != "00_start_here"
 )
-WORDS_PER_MINUTE = 175
-CODE_LINES_PER_MINUTE = 14
+WORDS_PER_MINUTE = 100
+SECONDS_PER_CODE_LINE = 9
+SECONDS_PER_CODE_CELL = 30
 STATED = re.compile(r"\bAbout (\d+) minutes\b", re.IGNORECASE)
 
 
-def reading_time(path: Path) -> tuple[int, int, float]:
-    """(Markdown words, non-blank code lines, estimated minutes) of one chapter notebook."""
+def reading_time(path: Path) -> tuple[int, int, int, float]:
+    """(Markdown words, non-blank code lines, code cells, estimated minutes) of one chapter."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     words = sum(len(_source(c).split()) for c in cells if c["cell_type"] == "markdown")
-    code = sum(
-        1
-        for c in cells
-        if c["cell_type"] == "code"
-        for line in _source(c).splitlines()
-        if line.strip()
-    )
-    return words, code, words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE
+    code = [_source(c) for c in cells if c["cell_type"] == "code" and _source(c).strip()]
+    lines = sum(1 for source in code for line in source.splitlines() if line.strip())
+    seconds = lines * SECONDS_PER_CODE_LINE + len(code) * SECONDS_PER_CODE_CELL
+    return words, lines, len(code), words / WORDS_PER_MINUTE + seconds / 60
 
 
-def test_the_estimate_counts_words_and_code_lines(tmp_path):
-    """350 words and 3 code cells of 14 lines (blank lines not counted): 2 + 3 = 5 minutes."""
+def test_the_estimate_counts_words_code_lines_and_cells(tmp_path):
+    """300 words, 3 code cells of 10 lines (blank lines not counted), an empty cell (not
+    counted): 3 + 30 x 9 s + 3 x 30 s = 3 + 4.5 + 1.5 = 9 minutes."""
     nb = {
         "cells": [
             {"cell_type": "markdown", "source": "word " * 200, "metadata": {}},
-            {"cell_type": "markdown", "source": ["word " * 100, "word " * 50], "metadata": {}},
-            *({"cell_type": "code", "source": "x = 1\n\n" * 14, "metadata": {}} for _ in range(3)),
-            {"cell_type": "code", "source": "  \n", "metadata": {}},  # empty: not counted
+            {"cell_type": "markdown", "source": ["word " * 50, "word " * 50], "metadata": {}},
+            *({"cell_type": "code", "source": "x = 1\n\n" * 10, "metadata": {}} for _ in range(3)),
+            {"cell_type": "code", "source": "  \n", "metadata": {}},
         ]
     }
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb))
-    assert reading_time(path) == (350, 42, pytest.approx(5.0))
+    assert reading_time(path) == (300, 30, 3, pytest.approx(9.0))
 
 
 def test_every_chapter_states_a_reading_time():
@@ -85,11 +85,12 @@ def _first_cell(path: Path) -> str:
 def test_stated_reading_time_is_within_25_percent_of_the_estimate(path):
     found = STATED.search(_first_cell(path))
     assert found, f"{path.name} states no reading time on its first cell"
-    words, code, minutes = reading_time(path)
+    words, lines, cells, minutes = reading_time(path)
     stated = int(found.group(1))
     assert abs(stated - minutes) <= 0.25 * minutes, (
         f"{path.name} says about {stated} minutes; {words} words / {WORDS_PER_MINUTE} + "
-        f"{code} code lines / {CODE_LINES_PER_MINUTE} = {minutes:.0f} minutes"
+        f"{lines} code lines x {SECONDS_PER_CODE_LINE} s + {cells} cells x "
+        f"{SECONDS_PER_CODE_CELL} s = {minutes:.0f} minutes"
     )
 
 
