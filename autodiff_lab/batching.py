@@ -51,10 +51,17 @@ class Batched(BatchedArray, ArrayMethods):
     def _apply(cls, prim: P.Primitive, *inputs: Any, **params: Any) -> Batched:
         """Apply ``prim`` to the batch: unwrap this call's batches (the newest tag among
         the inputs; other values are the same for every example) and run its batching rule."""
-        tag = max(x.tag for x in inputs if isinstance(x, Batched))
+        tag = max(x.tag for x in (*inputs, *params.values()) if isinstance(x, Batched))
         batched = [isinstance(x, Batched) and x.tag == tag for x in inputs]
         args = [x.val if b else x for x, b in zip(inputs, batched)]
+        # a parameter its rule takes per example (cross_entropy's labels), batch axis first
+        per_example = {
+            k: v.val
+            for k, v in params.items()
+            if k in prim.batched_params and isinstance(v, Batched) and v.tag == tag
+        }
         sizes = {ops.shape(a)[0] for a, b in zip(args, batched) if b}
+        sizes |= {ops.shape(v)[0] for v in per_example.values()}
         if len(sizes) > 1:
             raise ValueError(
                 f"vmap {prim.name}: the inputs have different batch sizes {sorted(sizes)} "
@@ -67,13 +74,17 @@ class Batched(BatchedArray, ArrayMethods):
             )
         if prim is P.GETITEM and _holds_batch(params["index"]):
             return _take_per_example(inputs[0], params["index"])
-        for value in params.values():
-            if _holds_batch(value):
+        params = {**params, **per_example}
+        for name, value in params.items():
+            if _holds_batch(value) and name not in per_example:
                 raise NotImplementedError(
                     f"vmap {prim.name}: a parameter that differs per example (here "
                     f"{list(params)}) is not supported; only the inputs may be batched"
                 )
-        out = prim.batch(args, batched, **params)
+        if prim.batch == "broadcasting":  # elementwise: the batch axis rides along
+            out = P.bind(prim, *P.batch_aligned(args, batched), **params)
+        else:
+            out = prim.batch(args, batched, **params)  # type: ignore[operator]
         (size,) = sizes
         if ops.shape(out)[:1] != (size,):
             raise RuntimeError(
@@ -201,19 +212,6 @@ def _take_per_example(x: Any, index: Any) -> Batched:
     ]
     rows = np.arange(size).reshape((size,) + (1,) * rank)  # example k reads its own slice
     return Batched(P.bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
-
-
-def cross_entropy_per_example(logits: Any, targets: Batched) -> Any:
-    """``cross_entropy(logits, targets)`` inside ``vmap`` with labels that differ per
-    example: ``−mean_n log softmax(z_n)[y_n]``, the labels picked by :func:`_take_per_example`."""
-    n = ops.shape(logits)[0]
-    if targets.shape != (n,):
-        raise ValueError(
-            f"cross_entropy: targets must be {n} integer class indices per example, got "
-            f"shape {targets.shape}"
-        )
-    picked = _take_per_example(ops.log_softmax(logits, -1), (np.arange(n), targets))
-    return -picked.mean()
 
 
 def _map_plain(fn: Callable, val: Any) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import ops
 from . import primitives as P
-from .kinds import DualNumber, Traced, constant, is_node
+from .kinds import DualNumber, Traced, constant, is_node, stop_gradient
 from .methods import ArrayMethods
 from .primitives import bind
 
@@ -104,8 +104,6 @@ class Dual(DualNumber, ArrayMethods):
     def detach(self) -> Dual:
         """The same primal (itself detached when it is a graph value) with a zero
         tangent: a constant for forward mode, as ``Tensor.detach`` is for reverse mode."""
-        from .extend import stop_gradient  # (extend builds on this module's neighbours)
-
         primal = stop_gradient(self.primal)
         return Dual._new(primal, zero_tangent(primal), self.tag)
 

@@ -36,19 +36,20 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
-from .dual import zero_tangent
-from .kinds import (
-    BatchedArray,
-    DualNumber,
-    Node,
+from .dual import Dual, new_tag, zero_tangent
+from .kinds import (  # noqa: F401  (stop_gradient is part of this module's API)
     Traced,
     Tracer,
     constant,
     innermost,
     is_dual,
     is_node,
+    stop_gradient,
 )
 from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
+from .tangents import replay
+from .tensor import Tensor, stack
+from .value import Value
 
 __all__ = [
     "define_primitive", "custom_vjp", "custom_jvp", "stop_gradient", "checkpoint",
@@ -119,8 +120,6 @@ def _stack(values: list) -> Any:
     """``values`` (numbers, arrays, graph values, duals or ``vmap`` batches, all of one
     shape) stacked along a new axis 0: a plain array when none is traced."""
     if any(isinstance(v, Traced) for v in values):
-        from .tensor import stack
-
         return stack(values)
     return np.stack([np.asarray(v, dtype=np.result_type(v, float)) for v in values])
 
@@ -493,28 +492,6 @@ def custom_jvp(fun: Callable) -> CustomFunction:
     return CustomFunction(fun, "custom_jvp")
 
 
-# --- stop_gradient --------------------------------------------------------------------------
-
-
-def stop_gradient(x: Any) -> Any:
-    """``x`` as a constant: the same value, derivative zero (JAX's ``lax.stop_gradient``).
-
-    A ``Value`` or ``Tensor`` becomes ``x.detach()`` (a new leaf holding the same data,
-    cut off from the graph, as PyTorch's ``detach``); a ``Dual`` becomes ``x.detach()``
-    (same primal, detached too, tangent zero); numbers and arrays are returned as they
-    are; a ``vmap`` batch has every example made a constant. Lists and tuples are handled
-    entry by entry. Inside ``grad``, ``jvp``, ``vjp``, ``hessian`` and ``vmap`` it blocks
-    exactly what ``no_grad()`` would block for that value.
-    """
-    if isinstance(x, list | tuple):
-        return type(x)(stop_gradient(v) for v in x)
-    if isinstance(x, Node | DualNumber):
-        return x.detach()  # type: ignore[union-attr]
-    if isinstance(x, BatchedArray):  # inside vmap: every example made a constant
-        return x.constant()
-    return x
-
-
 # --- checkpoint ----------------------------------------------------------------------------
 
 
@@ -530,9 +507,6 @@ def _constant_node(x: Any) -> Any:
     """A plain value as a graph value that needs no gradient (a ``Value`` for a float, a
     ``Tensor`` for an array), so ``f`` may use methods (``x.tanh()``); traced values as
     they are."""
-    from .tensor import Tensor
-    from .value import Value
-
     if isinstance(x, Traced):
         return x
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
@@ -541,9 +515,6 @@ def _constant_node(x: Any) -> Any:
 
 
 def _fresh_leaf(x: Any) -> Any:
-    from .tensor import Tensor
-    from .value import Value
-
     x = constant(x)
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
         return Value(float(x))
@@ -554,8 +525,6 @@ def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cel
     """Run ``fn`` again, recording from fresh leaves, and pull ``g`` back through that
     graph. Under create_graph the gradients (graph values from the fresh leaves) are
     replayed onto the real inputs, so they can be differentiated again."""
-    from .tangents import replay
-
     create_graph = any(is_node(x) for x in inputs) or is_node(g)
     leaves = [_fresh_leaf(x) for x in inputs[:n_args]]
     captured = list(_cell["captured"])  # the nodes themselves (inputs may be their data)
@@ -580,9 +549,6 @@ def _ckpt_jvp_all(
     tangents: Sequence, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict
 ) -> Any:
     """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
-    from .dual import Dual, new_tag
-    from .tangents import replay
-
     leaves = [_fresh_leaf(innermost(x)) for x in inputs[:n_args]]
     with graph.enable_grad():
         recorded = f(*leaves)

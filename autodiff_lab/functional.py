@@ -52,11 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from . import graph, ops
+from . import graph, linear, ops
 from .batching import Batched, batch_levels, has_batch, lift, move_axis, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag, zero_tangent
 from .kinds import Traced, as_primal, innermost, is_node
-from .linear import LinearGraph, linear_transpose, linearize  # noqa: F401  (chapter 08)
+from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
@@ -761,3 +761,57 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
 
         return grad(gradient_along_v)(x)
     raise ValueError(f"hvp: mode must be one of {HESSIAN_MODES}, got {mode!r}")
+
+
+# --- linearize and linear_transpose (chapter 08; the graph of linear ops: linear.py) -------
+
+
+def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:
+    """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map:
+    a :class:`~autodiff_lab.linear.LinearGraph` (:func:`autodiff_lab.linear.linearize`)
+    for numbers and arrays; inside another transformation (traced primals) the map is
+    ``jvp`` itself and its transpose ``vjp`` (:class:`TracedLinearMap`)."""
+    if any(isinstance(p, Traced) for p in primals):
+        linear_map = TracedLinearMap(f, primals)
+        return linear_map.out, linear_map
+    return linear.linearize(f, *primals)
+
+
+def linear_transpose(
+    f_jvp: LinearGraph | TracedLinearMap | Callable, *primals: Any
+) -> LinearTranspose:
+    """The transpose of a linear map: ``linear_transpose(f_jvp)(ct)`` is ``Jᵀ ct``, for the
+    map :func:`linearize` returns, or for a linear Python function with example primals
+    (see :func:`autodiff_lab.linear.linear_transpose`)."""
+    if isinstance(f_jvp, TracedLinearMap):
+        return linear.linear_transpose(f_jvp, *primals)
+    if any(isinstance(p, Traced) for p in primals):
+        return LinearTranspose(TracedLinearMap(f_jvp, primals))
+    return linear.linear_transpose(f_jvp, *primals)
+
+
+class TracedLinearMap:
+    """:func:`linearize` inside another transformation (its primals are traced: ``vmap``'s
+    batches, ``jvp``'s duals, reverse mode's graph values). A graph of the jvp recorded
+    from them would hold those tracers as constants, so here the map *is* the jvp:
+    ``f_jvp(t)`` runs ``jvp(f, primals, t)`` (``f`` runs again for each tangent) and its
+    transpose runs ``vjp(f, *primals)`` — the same numbers, by the transformations that
+    compose with every other."""
+
+    def __init__(self, f: Callable, primals: tuple) -> None:
+        self.f, self.primals = f, primals
+        self.out = jvp(f, primals, tuple(zero_tangent(p) for p in primals))[0]
+
+    def __call__(self, *tangents: Any) -> Any:
+        if len(tangents) != len(self.primals):
+            raise ValueError(
+                f"linearize: f_jvp takes {len(self.primals)} tangent(s), one per primal, "
+                f"got {len(tangents)}"
+            )
+        return jvp(self.f, self.primals, tangents)[1]
+
+    def transpose_apply(self, cotangent: Any) -> tuple:
+        return vjp(self.f, *self.primals)[1](cotangent)
+
+    def __repr__(self) -> str:
+        return f"<TracedLinearMap: jvp of {getattr(self.f, '__name__', 'f')}>"
