@@ -36,15 +36,16 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
-from .dual import Dual, new_tag, zero_tangent
-from .kinds import (  # noqa: F401  (stop_gradient is part of this module's API)
+from .dual import Dual, new_tag
+from .kinds import (
     Traced,
     Tracer,
     constant,
     innermost,
     is_dual,
     is_node,
-    stop_gradient,
+    stop_gradient,  # noqa: F401  (part of this module's API)
+    zeros_like,
 )
 from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
 from .tangents import replay
@@ -96,18 +97,6 @@ def _check_tangent(name: str, tangent: Any, out: Any) -> None:
             f"output has shape {_shape_of(out)} (stretch a broadcast input's tangent with "
             "ops.broadcast_to(tangent, ops.shape(out)))"
         )
-
-
-def _basis(shape: tuple, dtype: Any = float):
-    """The unit arrays of ``shape`` (the number 1.0 for a scalar)."""
-    if not shape:
-        yield 1.0
-        return
-    n = int(np.prod(shape, dtype=np.int64))
-    for j in range(n):
-        e = np.zeros(n, dtype=dtype)
-        e[j] = 1
-        yield e.reshape(shape)
 
 
 def _inner(a: Any, b: Any) -> Any:
@@ -441,8 +430,8 @@ class CustomFunction:
         shares = []  # gᵀJ from one jvp per input entry: share_k[e] = <g, J e>
         for k, x in enumerate(inputs):
             entries = []
-            for e in _basis(_shape_of(x)):
-                tangents = [zero_tangent(xi) if i != k else e for i, xi in enumerate(inputs)]
+            for e in ops.basis(_shape_of(x)):
+                tangents = [zeros_like(xi) if i != k else e for i, xi in enumerate(inputs)]
                 column = self._user_jvp(inputs, tangents, _kwargs)
                 entries.append(_inner(g, column))
             shares.append(_assemble(entries, _shape_of(x)))
@@ -450,7 +439,7 @@ class CustomFunction:
 
     def _jvp_all(self, tangents: Sequence, out: Any, *inputs: Any, _cell: dict, _kwargs: dict):
         if self.jvp_rule is not None:
-            full = [zero_tangent(x) if t is None else t for t, x in zip(tangents, inputs)]
+            full = [zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
             tangent = self._user_jvp(inputs, full, _kwargs)
             if _shape_of(tangent) != _shape_of(out):
                 raise ValueError(
@@ -462,7 +451,7 @@ class CustomFunction:
         assert self.fwd is not None
         res = self._residuals(out, inputs, _cell, _kwargs)
         entries = []
-        for e in _basis(_shape_of(out)):
+        for e in ops.basis(_shape_of(out)):
             row = self._cotangents(res, e, inputs)
             total: Any = 0.0
             for share, t in zip(row, tangents):
@@ -503,22 +492,23 @@ def _ckpt_forward(*xs: Any, f: Callable, n_args: int, _cell: dict) -> Any:
     return _plain_result(out, xs[:n_args])
 
 
-def _constant_node(x: Any) -> Any:
-    """A plain value as a graph value that needs no gradient (a ``Value`` for a float, a
-    ``Tensor`` for an array), so ``f`` may use methods (``x.tanh()``); traced values as
-    they are."""
-    if isinstance(x, Traced):
-        return x
+def _graph_leaf(x: Any, requires_grad: bool) -> Any:
+    """A plain value as a new graph leaf: a ``Value`` for a Python number (every Value
+    takes part in backward), else a ``Tensor``."""
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
         return Value(float(x))
-    return Tensor(np.asarray(x))
+    return Tensor(np.asarray(x), requires_grad=requires_grad)
+
+
+def _constant_node(x: Any) -> Any:
+    """A plain value as a graph value that needs no gradient, so ``f`` may use methods
+    (``x.tanh()``); traced values as they are."""
+    return x if isinstance(x, Traced) else _graph_leaf(x, requires_grad=False)
 
 
 def _fresh_leaf(x: Any) -> Any:
-    x = constant(x)
-    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
-        return Value(float(x))
-    return Tensor(np.asarray(x), requires_grad=True)
+    """A new leaf that needs a gradient, holding ``x``'s plain value."""
+    return _graph_leaf(constant(x), requires_grad=True)
 
 
 def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict) -> list:
@@ -562,7 +552,7 @@ def _ckpt_jvp_all(
     result = replay(recorded, subs)
     if isinstance(result, Dual) and result.tag == tag:
         return result.tangent
-    return zero_tangent(out)
+    return zeros_like(out)
 
 
 CHECKPOINT = Primitive(

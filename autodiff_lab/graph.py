@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Protocol
@@ -32,26 +32,25 @@ def is_grad_enabled() -> bool:
 
 
 @contextmanager
-def no_grad() -> Iterator[None]:
+def grad_mode(enabled: bool) -> Iterator[None]:
+    """Record graphs (``True``) or not (``False``) inside the block; the mode before after."""
+    previous = _GradMode.enabled
+    _GradMode.enabled = enabled
+    try:
+        yield
+    finally:
+        _GradMode.enabled = previous
+
+
+def no_grad() -> AbstractContextManager[None]:
     """Compute without recording a graph (evaluation, optimizer updates)."""
-    previous = _GradMode.enabled
-    _GradMode.enabled = False
-    try:
-        yield
-    finally:
-        _GradMode.enabled = previous
+    return grad_mode(False)
 
 
-@contextmanager
-def enable_grad() -> Iterator[None]:
+def enable_grad() -> AbstractContextManager[None]:
     """Record again inside ``no_grad()`` (PyTorch's ``enable_grad``; checkpoint's
-    recomputation needs it when backward runs under ``no_grad``)."""
-    previous = _GradMode.enabled
-    _GradMode.enabled = True
-    try:
-        yield
-    finally:
-        _GradMode.enabled = previous
+    recomputation and linearize's tangent graph need it when run under ``no_grad``)."""
+    return grad_mode(True)
 
 
 def topological_order(root: Node) -> list[Node]:

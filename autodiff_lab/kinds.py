@@ -104,6 +104,10 @@ class BatchedArray(Tracer):
         """The shape of one example."""
         raise NotImplementedError
 
+    @property
+    def dtype(self) -> np.dtype:
+        raise NotImplementedError
+
     def constant(self) -> BatchedArray:
         """The same batch with every example's history and tangents dropped."""
         raise NotImplementedError
@@ -129,6 +133,22 @@ def innermost(x: Any) -> Any:
     while isinstance(x, DualNumber):
         x = x.primal
     return x
+
+
+def data_of(x: Any) -> Any:
+    """A graph value's data; anything else as it is (a dual keeps its graph values)."""
+    return x.data if isinstance(x, Node) else x
+
+
+def zeros_like(x: Any) -> Any:
+    """The zero of ``x``'s kind: 0.0 for a number, else zeros of its shape and dtype (one
+    example's shape for a ``vmap`` batch, whose zero is the same for every example)."""
+    x = constant(x)
+    if isinstance(x, numbers.Number):
+        return 0.0
+    if isinstance(x, BatchedArray):
+        return np.zeros(x.shape, x.dtype)
+    return np.zeros(np.shape(x), np.result_type(x))
 
 
 def constant(x: Any) -> Any:

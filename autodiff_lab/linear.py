@@ -21,8 +21,7 @@ new rule; each one declares whether it is linear (``Primitive.linear``).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -203,17 +202,6 @@ def _plain(x: Any, scalar: bool) -> Any:
     return x
 
 
-@contextmanager
-def _recording() -> Iterator[None]:
-    """Record graphs even inside ``no_grad()`` (the linear graph is what we want)."""
-    previous = graph._GradMode.enabled
-    graph._GradMode.enabled = True
-    try:
-        yield
-    finally:
-        graph._GradMode.enabled = previous
-
-
 def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph for arrays)
     """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map.
 
@@ -237,7 +225,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph 
         for k, p in enumerate(plain)
     ]
     tag = new_tag()
-    with _recording():
+    with graph.enable_grad():  # (the tangent graph is recorded even inside no_grad())
         out = f(*(Dual(p, leaf, tag) for p, leaf in zip(plain, leaves, strict=True)))
     several = isinstance(out, tuple | list)
     outs = list(out) if several else [out]

@@ -14,6 +14,7 @@ too, which is what lets a gradient be differentiated again.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,7 @@ from .primitive import PRIMITIVES, bind
 __all__ = [
     "exp", "log", "log1p", "tanh", "sigmoid", "softplus", "relu", "sin", "cos", "sqrt", "abs",
     "sum", "mean", "max", "reshape", "transpose", "matmul", "softmax", "log_softmax",
-    "where", "maximum", "minimum", "shape", "sum_to", "broadcast_to", "unbroadcast",
+    "where", "maximum", "minimum", "shape", "sum_to", "broadcast_to", "unbroadcast", "basis",
 ]  # fmt: skip
 
 
@@ -194,6 +195,18 @@ def unbroadcast(grad: Any, like: Any) -> Any:
     if type(grad) is float:
         return grad
     return sum_to(grad, shape(like))
+
+
+def basis(shape: tuple, dtype: Any = float) -> Iterator[Any]:
+    """The unit arrays e_0, e_1, … of ``shape``, in C order (the number 1.0 for a scalar)."""
+    if not shape:
+        yield 1.0
+        return
+    n = int(np.prod(shape, dtype=np.int64))
+    for j in range(n):
+        e = np.zeros(n, dtype=dtype)
+        e[j] = 1
+        yield e.reshape(shape)
 
 
 def softmax(x: Any, axis: Any = -1) -> Any:

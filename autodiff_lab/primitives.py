@@ -40,7 +40,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import ops
-from .kinds import BatchedArray, Traced, constant
+from .kinds import BatchedArray, Traced, constant, zeros_like
 from .ops import broadcast_to, shape, sum_to, unbroadcast
 from .primitive import (  # noqa: F401  (the machinery, imported from here too)
     EVERYWHERE,
@@ -753,10 +753,7 @@ def _concat_vjp_all(g, out, *xs, axis=0):
 
 
 def _concat_jvp_all(tangents, out, *xs, axis=0):
-    parts = [
-        t if t is not None else np.zeros(shape(x), dtype=np.result_type(constant(x)))
-        for t, x in zip(tangents, xs, strict=True)
-    ]
+    parts = [t if t is not None else zeros_like(x) for t, x in zip(tangents, xs, strict=True)]
     return bind(CONCATENATE, *parts, axis=axis)
 
 
