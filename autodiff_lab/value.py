@@ -26,14 +26,15 @@ chapter 03 / micrograd              here
 ``out._backward``, the closure      ``_fn`` (the op's primitive) and ``_ctx`` (its
 each op sets (``add``, ``mul``,     parameters); the primitive's ``vjp`` rules
 ``unary`` for ``tanh``, ``exp``,    (``primitives.py``: one entry per op, applied by
-``**``)                             ``Primitive.pullback``) compute ``upstream grad ×
-                                    local derivative`` when backward reaches the node.
+``**``)                             ``Primitive.pullback`` in ``primitive.py``) compute
+                                    ``upstream grad × local derivative`` when backward
+                                    reaches the node.
                                     No closure is stored: a closure refers to ``out``,
                                     which holds it, a reference cycle per node left
                                     for the garbage collector
 ``a + b``, ``a * b``, ``x.tanh()``  ``Value.__add__``, ``__mul__`` (this file), and
-…                                   ``x.tanh()`` … made from the primitive table
-                                    (``methods.py``)
+…                                   ``x.tanh()`` … (``methods.py``: one line each,
+                                    applying the op's entry)
 ``topological_order`` /             :func:`autodiff_lab.graph.topological_order`
 micrograd's ``build_topo``          (``graph.py``; iterative, deterministic)
 the loop in ``backward()`` that     :func:`autodiff_lab.graph.backpropagate`
