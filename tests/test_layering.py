@@ -17,7 +17,8 @@ of lower layers (and of its own layer, when the two are not a cycle):
 3. ``ops`` — the math functions of every kind of number;
 4. ``primitives`` — the entries, their rules written with ``ops``;
 5. ``graph``, ``methods`` — the graph core; the methods every number type shares;
-6. ``value``, ``tensor``, ``dual`` — the three kinds of number;
+6. ``value``, ``tensor``, ``dual`` — the three kinds of number; ``memory`` — what a
+   graph keeps alive;
 7. ``tangents``, ``batching``, ``extend`` — replay, vmap's batches, user rules;
 8. ``linear`` — linearize's graph of linear operations;
 9. ``functional`` — the transformations.
@@ -41,7 +42,7 @@ ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("ops",),
     ("primitives",),
     ("graph", "methods"),
-    ("value", "tensor", "dual"),
+    ("value", "tensor", "dual", "memory"),
     ("tangents", "batching", "extend"),
     ("linear",),
     ("functional",),
