@@ -303,16 +303,7 @@ def _batch_argument(x: Any, axis: Any, tag: int, k: int, sizes: list) -> Any:
             f"({len(shape)} axes)"
         )
     sizes.append((shape[axis], k, axis))
-    return Batched(move_axis(x, axis % len(shape), 0), tag)
-
-
-def move_axis(x: Any, source: int, destination: int) -> Any:
-    """``np.moveaxis`` for any kind of array (a transpose, recorded when traced)."""
-    if source == destination:
-        return x
-    order = list(range(len(ops.shape(x))))
-    order.insert(destination, order.pop(source))
-    return ops.transpose(x, tuple(order))
+    return Batched(ops.move_axis(x, axis % len(shape), 0), tag)
 
 
 def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
@@ -350,7 +341,7 @@ def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
         raise ValueError(
             f"vmap: out_axes={out_axes!r} is out of range for an output with {ndim} axes"
         )
-    return move_axis(val, 0, out_axes % ndim)
+    return ops.move_axis(val, 0, out_axes % ndim)
 
 
 def _holds_tag(x: Any, tag: int) -> bool:

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from . import graph, linear, ops
-from .batching import Batched, batch_levels, has_batch, lift, move_axis, vmap, wrap  # noqa: F401
+from .batching import Batched, batch_levels, has_batch, lift, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
 from .kinds import Traced, as_primal, data_of, innermost, is_node, zeros_like
 from .linear import LinearGraph, LinearTranspose

@@ -26,6 +26,7 @@ __all__ = [
     "exp", "log", "log1p", "tanh", "sigmoid", "softplus", "relu", "sin", "cos", "sqrt", "abs",
     "sum", "mean", "max", "reshape", "transpose", "matmul", "softmax", "log_softmax",
     "where", "maximum", "minimum", "shape", "sum_to", "broadcast_to", "unbroadcast", "basis",
+    "move_axis",
 ]  # fmt: skip
 
 
@@ -139,6 +140,15 @@ def transpose(x: Any, axes: Any = None) -> Any:
     if _is_traced(x):
         return x.transpose(axes)
     return np.transpose(x, axes)
+
+
+def move_axis(x: Any, source: int, destination: int) -> Any:
+    """``np.moveaxis`` for any kind of array (a transpose, recorded when traced)."""
+    if source == destination:
+        return x
+    order = list(range(len(shape(x))))
+    order.insert(destination, order.pop(source))
+    return transpose(x, tuple(order))
 
 
 def matmul(a: Any, b: Any) -> Any:

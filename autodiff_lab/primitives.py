@@ -540,13 +540,6 @@ MAX = primitive(  # only the largest entry moves the max
 # --- batching rules of the shape ops (vmap; see batch_aligned above) ---------------------
 
 
-def _move_to_front(x, axis: int):
-    """Axis ``axis`` of ``x`` moved to the front (the others keep their order)."""
-    order = list(range(len(shape(x))))
-    order.insert(0, order.pop(axis))
-    return ops.transpose(x, tuple(order))
-
-
 def _batch_reshape(args, batched, **params):
     """Each example reshaped: the batch axis stays in front."""
     (x,) = args
@@ -594,7 +587,7 @@ def _batch_getitem(args, batched, index):
     (x,) = args
     batch_index, front = _batch_index(index)
     out = bind(GETITEM, x, index=batch_index)
-    return _move_to_front(out, front) if front else out
+    return ops.move_axis(out, front, 0)
 
 
 def _batch_scatter_add(args, batched, index, **params):
@@ -602,10 +595,7 @@ def _batch_scatter_add(args, batched, index, **params):
     (g,) = args
     size = shape(g)[0]
     batch_index, front = _batch_index(index)
-    if front:  # g must be laid out as numpy lays out out[:, index]: batch axis after `front`
-        order = list(range(len(shape(g))))
-        order.insert(front, order.pop(0))
-        g = ops.transpose(g, tuple(order))
+    g = ops.move_axis(g, 0, front)  # laid out as numpy lays out out[:, index]
     return bind(SCATTER_ADD, g, index=batch_index, shape=(size, *params["shape"]))
 
 

@@ -19,7 +19,7 @@ explanations, and they should not be what a budget pushes out).
 function runs during those four statements, and the files of ``Value``'s base classes.
 
 Both budgets are today's measured figures (2 December 2026, after issue 27's clean-up:
-3,274 engine lines; the reading path 7 files, 1,482 lines), rounded up. They are ceilings
+3,268 engine lines; the reading path 7 files, 1,482 lines), rounded up. They are ceilings
 to lower, never to raise: issue 27 asks for a reading path of 3 files and about 700 lines,
 and an engine well under teenygrad's metric of today.
 """
@@ -41,7 +41,7 @@ CORE += ["value", "tensor", "dual"]
 TRANSFORMATIONS = ["tangents", "batching", "extend", "linear", "functional"]
 ENGINE = [PACKAGE / f"{name}.py" for name in CORE + TRANSFORMATIONS]
 
-ENGINE_BUDGET = 3_280  # lines (measured: 3,274) — a ceiling to lower
+ENGINE_BUDGET = 3_270  # lines (measured: 3,268) — a ceiling to lower
 READING_PATH_FILES = 7  # files (measured: 7) — issue 27's aim: 3
 READING_PATH_BUDGET = 1_490  # lines (measured: 1,482) — issue 27's aim: about 700
 
