@@ -290,9 +290,9 @@ def _through_duals_batched(transformed: Callable, args: list, differentiated, le
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """Like :func:`grad`, but the new function returns ``(f(x), grad)``."""
 
-    def value_and_grad_f(*args):
-        nums = _argnums(argnums, len(args))
-        args = _duals_outside(args)
+    def value_and_grad_f(*given):
+        nums = _argnums(argnums, len(given))
+        args = _duals_outside(given)
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
         if has_batch(args):  # inside vmap: per-example gradients
@@ -557,10 +557,10 @@ def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     vectors, instead of a Python loop (the same matrix; the primal is computed once).
     """
 
-    def jacfwd_f(*args):
-        if _has_dual(args):  # forward over forward: replay with the outer duals
-            return _through_duals(jacfwd_f, args, (argnums,))
-        args = list(args)
+    def jacfwd_f(*given):
+        if _has_dual(given):  # forward over forward: replay with the outer duals
+            return _through_duals(jacfwd_f, given, (argnums,))
+        args = list(given)
         x = as_primal(args[argnums])
         x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
 
@@ -591,13 +591,12 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     ``vmap(vjp_fn)`` over the unit vectors, instead of a Python loop (the same matrix).
     """
 
-    def jacrev_f(*args):
-        args = _duals_outside(args)
+    def jacrev_f(*given):
+        args = _duals_outside(given)
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
         if has_batch(args):  # inside vmap: a batch of unit cotangents through each vjp
             return _jacrev_in_vmap(f, args, argnums)
-        args = list(args)
         if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
             args[argnums] = np.asarray(args[argnums], dtype=float)
         out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
@@ -671,13 +670,13 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
         return jacrev(gradient, argnums)
     columns_by_jvp = jacfwd(gradient, argnums)
 
-    def hessian_f(*args):
-        x = args[argnums]
-        if _has_dual(args) or is_node(x) or has_batch(args) or _ReverseNesting.depth > 0:
-            return columns_by_jvp(*args)  # nested inside another transformation
+    def hessian_f(*given):
+        x = given[argnums]
+        if _has_dual(given) or is_node(x) or has_batch(given) or _ReverseNesting.depth > 0:
+            return columns_by_jvp(*given)  # nested inside another transformation
         # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
         x = as_primal(x)
-        args = list(args)
+        args = list(given)
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
 

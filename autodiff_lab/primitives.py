@@ -445,7 +445,8 @@ SQRT = elementwise(
 def _sign(x):
     """sign(x) as a constant: −1, 0 or 1 (each example's own, in a batch)."""
     c = constant(x)
-    return (c > 0) * 1.0 - (c < 0) * 1.0 if isinstance(c, BatchedArray) else np.sign(c)
+    batch = isinstance(c, BatchedArray)  # (numpy's sign cannot look inside a batch)
+    return (c > 0) * 1.0 - (c < 0) * 1.0 if batch else np.sign(c)
 
 
 ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
