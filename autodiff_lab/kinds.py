@@ -15,7 +15,7 @@ types (as minitorch's ``Variable`` protocol), never by probing for attributes.
 All derive from :class:`Traced`; plain floats and numpy arrays are none of them.
 :func:`stop_gradient` (any of them as a constant) is written on these types alone. A tracer
 is always the outer layer around graph nodes; among tracers, the one with the largest tag
-(the innermost transformation) applies an operation first (:func:`~autodiff_lab.primitive.bind`).
+(the innermost transformation) applies an operation first (:func:`~autodiff_lab.binding.bind`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .primitive import Primitive
+    from .primitives import Primitive
 
 
 class Traced:

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from .binding import PRIMITIVES, bind
 from .kinds import Traced
-from .primitive import PRIMITIVES, bind
 
 __all__ = [
     "exp", "log", "log1p", "tanh", "sigmoid", "softplus", "relu", "sin", "cos", "sqrt", "abs",

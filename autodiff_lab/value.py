@@ -26,9 +26,8 @@ chapter 03 / micrograd              here
 ``out._backward``, the closure      ``_fn`` (the op's primitive) and ``_ctx`` (its
 each op sets (``add``, ``mul``,     parameters); the primitive's ``vjp`` rules
 ``unary`` for ``tanh``, ``exp``,    (``primitives.py``: one entry per op, applied by
-``**``)                             ``Primitive.pullback`` in ``primitive.py``) compute
-                                    ``upstream grad × local derivative`` when backward
-                                    reaches the node.
+``**``)                             ``Primitive.pullback``) compute ``upstream grad ×
+                                    local derivative`` when backward reaches the node.
                                     No closure is stored: a closure refers to ``out``,
                                     which holds it, a reference cycle per node left
                                     for the garbage collector

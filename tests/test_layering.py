@@ -7,15 +7,17 @@ resolved. ``from . import ops`` is an edge to ``autodiff_lab.ops``; a name that 
 module (``from .kinds import Node``) is an edge to the module that holds it. Not edges:
 the package ``__init__`` that Python runs before any of its submodules (it is the public
 face: it imports everything), and imports under ``if TYPE_CHECKING:`` (annotations only,
-never run: ``kinds.Node`` names ``Primitive`` as the type of ``_fn``).
+never run: ``kinds.Node`` names ``Primitive`` as the type of ``_fn``, ``binding.bind`` as
+the type of what it applies).
 
 The engine's layers, lowest first (:data:`ENGINE_LAYERS`); a module imports only modules
 of lower layers (and of its own layer, when the two are not a cycle):
 
 1. ``kinds`` — what a graph node, a tracer, a dual number and a batch are;
-2. ``primitive`` — the :class:`Primitive` entry and ``bind`` (the machinery);
-3. ``ops`` — the math functions of every kind of number;
-4. ``primitives`` — the entries, their rules written with ``ops``;
+2. ``binding`` — ``bind``, which applies an entry, and the registry of entries;
+3. ``ops`` — the math functions of every kind of number (each applies its entry by name);
+4. ``primitives`` — the :class:`Primitive` class and the entries, whose rules are written
+   with ``ops``;
 5. ``graph``, ``methods`` — the graph core; the methods every number type shares;
 6. ``value``, ``tensor``, ``dual`` — the three kinds of number; ``memory`` — what a
    graph keeps alive;
@@ -38,7 +40,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_lab"
 
 ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("kinds",),
-    ("primitive",),
+    ("binding",),
     ("ops",),
     ("primitives",),
     ("graph", "methods"),
