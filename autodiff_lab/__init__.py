@@ -10,7 +10,8 @@
 
 from .dual import Dual
 from .extend import checkpoint, custom_jvp, custom_vjp, define_primitive, stop_gradient
-from .graph import graph_memory, is_grad_enabled, no_grad, topological_order
+from .graph import is_grad_enabled, no_grad, topological_order
+from .memory import graph_memory
 from .ops import (
     abs,
     cos,

@@ -51,10 +51,17 @@ class Batched(BatchedArray, ArrayMethods):
     def _apply(cls, prim: P.Primitive, *inputs: Any, **params: Any) -> Batched:
         """Apply ``prim`` to the batch: unwrap this call's batches (the newest tag among
         the inputs; other values are the same for every example) and run its batching rule."""
-        tag = max(x.tag for x in inputs if isinstance(x, Batched))
+        tag = max(x.tag for x in (*inputs, *params.values()) if isinstance(x, Batched))
         batched = [isinstance(x, Batched) and x.tag == tag for x in inputs]
         args = [x.val if b else x for x, b in zip(inputs, batched)]
+        # a parameter its rule takes per example (cross_entropy's labels), batch axis first
+        per_example = {
+            k: v.val
+            for k, v in params.items()
+            if k in prim.batched_params and isinstance(v, Batched) and v.tag == tag
+        }
         sizes = {ops.shape(a)[0] for a, b in zip(args, batched) if b}
+        sizes |= {ops.shape(v)[0] for v in per_example.values()}
         if len(sizes) > 1:
             raise ValueError(
                 f"vmap {prim.name}: the inputs have different batch sizes {sorted(sizes)} "
@@ -67,13 +74,17 @@ class Batched(BatchedArray, ArrayMethods):
             )
         if prim is P.GETITEM and _holds_batch(params["index"]):
             return _take_per_example(inputs[0], params["index"])
-        for value in params.values():
-            if _holds_batch(value):
+        params = {**params, **per_example}
+        for name, value in params.items():
+            if _holds_batch(value) and name not in per_example:
                 raise NotImplementedError(
                     f"vmap {prim.name}: a parameter that differs per example (here "
                     f"{list(params)}) is not supported; only the inputs may be batched"
                 )
-        out = prim.batch(args, batched, **params)
+        if prim.batch == "broadcasting":  # elementwise: the batch axis rides along
+            out = P.bind(prim, *P.batch_aligned(args, batched), **params)
+        else:
+            out = prim.batch(args, batched, **params)  # type: ignore[operator]
         (size,) = sizes
         if ops.shape(out)[:1] != (size,):
             raise RuntimeError(
@@ -203,19 +214,6 @@ def _take_per_example(x: Any, index: Any) -> Batched:
     return Batched(P.bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
 
 
-def cross_entropy_per_example(logits: Any, targets: Batched) -> Any:
-    """``cross_entropy(logits, targets)`` inside ``vmap`` with labels that differ per
-    example: ``−mean_n log softmax(z_n)[y_n]``, the labels picked by :func:`_take_per_example`."""
-    n = ops.shape(logits)[0]
-    if targets.shape != (n,):
-        raise ValueError(
-            f"cross_entropy: targets must be {n} integer class indices per example, got "
-            f"shape {targets.shape}"
-        )
-    picked = _take_per_example(ops.log_softmax(logits, -1), (np.arange(n), targets))
-    return -picked.mean()
-
-
 def _map_plain(fn: Callable, val: Any) -> Any:
     """``fn`` on a plain array, or on the plain array inside the batches of outer calls."""
     if isinstance(val, Batched):
@@ -305,16 +303,7 @@ def _batch_argument(x: Any, axis: Any, tag: int, k: int, sizes: list) -> Any:
             f"({len(shape)} axes)"
         )
     sizes.append((shape[axis], k, axis))
-    return Batched(move_axis(x, axis % len(shape), 0), tag)
-
-
-def move_axis(x: Any, source: int, destination: int) -> Any:
-    """``np.moveaxis`` for any kind of array (a transpose, recorded when traced)."""
-    if source == destination:
-        return x
-    order = list(range(len(ops.shape(x))))
-    order.insert(destination, order.pop(source))
-    return ops.transpose(x, tuple(order))
+    return Batched(ops.move_axis(x, axis % len(shape), 0), tag)
 
 
 def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
@@ -352,7 +341,7 @@ def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
         raise ValueError(
             f"vmap: out_axes={out_axes!r} is out of range for an output with {ndim} axes"
         )
-    return move_axis(val, 0, out_axes % ndim)
+    return ops.move_axis(val, 0, out_axes % ndim)
 
 
 def _holds_tag(x: Any, tag: int) -> bool:

@@ -20,9 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from . import ops
 from . import primitives as P
-from .kinds import DualNumber, Traced, constant, is_node
+from .kinds import DualNumber, Traced, constant, is_node, stop_gradient, zeros_like
 from .methods import ArrayMethods
 from .primitives import bind
 
@@ -32,17 +31,6 @@ _tags = itertools.count(1)
 def new_tag() -> int:
     """A tag no dual has used yet (one per ``jvp`` call)."""
     return next(_tags)
-
-
-def zero_tangent(x: Any) -> Any:
-    """The tangent of a value that does not move: 0.0 for a number, else zeros of its
-    shape and dtype (one example's shape for a ``vmap`` batch, whose zero is the same for
-    every example)."""
-    x = constant(x)
-    if isinstance(x, numbers.Number):
-        return 0.0
-    dtype = getattr(x, "dtype", None)  # (arrays and vmap batches have one)
-    return np.zeros(ops.shape(x), np.result_type(x) if dtype is None else dtype)
 
 
 class Dual(DualNumber, ArrayMethods):
@@ -59,7 +47,7 @@ class Dual(DualNumber, ArrayMethods):
         if isinstance(primal, numbers.Integral):
             primal = float(primal)
         if tangent is None:
-            tangent = zero_tangent(primal)
+            tangent = zeros_like(primal)
         elif isinstance(tangent, list | tuple):
             tangent = np.asarray(tangent, dtype=float)
         if np.shape(constant(tangent)) != np.shape(constant(primal)):
@@ -99,15 +87,13 @@ class Dual(DualNumber, ArrayMethods):
             raise ValueError(f"Dual {fn.symbol}: cannot apply to shapes {shapes}: {e}") from None
         tangents = [x.tangent if m else None for x, m in zip(inputs, mine)]
         tangent = fn.pushforward(tangents, out, primals, params)
-        return Dual._new(out, zero_tangent(out) if tangent is None else tangent, tag)
+        return Dual._new(out, zeros_like(out) if tangent is None else tangent, tag)
 
     def detach(self) -> Dual:
         """The same primal (itself detached when it is a graph value) with a zero
         tangent: a constant for forward mode, as ``Tensor.detach`` is for reverse mode."""
-        from .extend import stop_gradient  # (extend builds on this module's neighbours)
-
         primal = stop_gradient(self.primal)
-        return Dual._new(primal, zero_tangent(primal), self.tag)
+        return Dual._new(primal, zeros_like(primal), self.tag)
 
     @property
     def shape(self) -> tuple:

@@ -36,19 +36,21 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
-from .dual import zero_tangent
+from .dual import Dual, new_tag
 from .kinds import (
-    BatchedArray,
-    DualNumber,
-    Node,
     Traced,
     Tracer,
     constant,
     innermost,
     is_dual,
     is_node,
+    stop_gradient,  # noqa: F401  (part of this module's API)
+    zeros_like,
 )
 from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
+from .tangents import replay
+from .tensor import Tensor, stack
+from .value import Value
 
 __all__ = [
     "define_primitive", "custom_vjp", "custom_jvp", "stop_gradient", "checkpoint",
@@ -97,18 +99,6 @@ def _check_tangent(name: str, tangent: Any, out: Any) -> None:
         )
 
 
-def _basis(shape: tuple, dtype: Any = float):
-    """The unit arrays of ``shape`` (the number 1.0 for a scalar)."""
-    if not shape:
-        yield 1.0
-        return
-    n = int(np.prod(shape, dtype=np.int64))
-    for j in range(n):
-        e = np.zeros(n, dtype=dtype)
-        e[j] = 1
-        yield e.reshape(shape)
-
-
 def _inner(a: Any, b: Any) -> Any:
     """``Σ a·b`` over all entries (a plain product for scalars); works on traced values."""
     prod = a * b
@@ -119,8 +109,6 @@ def _stack(values: list) -> Any:
     """``values`` (numbers, arrays, graph values, duals or ``vmap`` batches, all of one
     shape) stacked along a new axis 0: a plain array when none is traced."""
     if any(isinstance(v, Traced) for v in values):
-        from .tensor import stack
-
         return stack(values)
     return np.stack([np.asarray(v, dtype=np.result_type(v, float)) for v in values])
 
@@ -442,8 +430,8 @@ class CustomFunction:
         shares = []  # gᵀJ from one jvp per input entry: share_k[e] = <g, J e>
         for k, x in enumerate(inputs):
             entries = []
-            for e in _basis(_shape_of(x)):
-                tangents = [zero_tangent(xi) if i != k else e for i, xi in enumerate(inputs)]
+            for e in ops.basis(_shape_of(x)):
+                tangents = [zeros_like(xi) if i != k else e for i, xi in enumerate(inputs)]
                 column = self._user_jvp(inputs, tangents, _kwargs)
                 entries.append(_inner(g, column))
             shares.append(_assemble(entries, _shape_of(x)))
@@ -451,7 +439,7 @@ class CustomFunction:
 
     def _jvp_all(self, tangents: Sequence, out: Any, *inputs: Any, _cell: dict, _kwargs: dict):
         if self.jvp_rule is not None:
-            full = [zero_tangent(x) if t is None else t for t, x in zip(tangents, inputs)]
+            full = [zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
             tangent = self._user_jvp(inputs, full, _kwargs)
             if _shape_of(tangent) != _shape_of(out):
                 raise ValueError(
@@ -463,7 +451,7 @@ class CustomFunction:
         assert self.fwd is not None
         res = self._residuals(out, inputs, _cell, _kwargs)
         entries = []
-        for e in _basis(_shape_of(out)):
+        for e in ops.basis(_shape_of(out)):
             row = self._cotangents(res, e, inputs)
             total: Any = 0.0
             for share, t in zip(row, tangents):
@@ -493,28 +481,6 @@ def custom_jvp(fun: Callable) -> CustomFunction:
     return CustomFunction(fun, "custom_jvp")
 
 
-# --- stop_gradient --------------------------------------------------------------------------
-
-
-def stop_gradient(x: Any) -> Any:
-    """``x`` as a constant: the same value, derivative zero (JAX's ``lax.stop_gradient``).
-
-    A ``Value`` or ``Tensor`` becomes ``x.detach()`` (a new leaf holding the same data,
-    cut off from the graph, as PyTorch's ``detach``); a ``Dual`` becomes ``x.detach()``
-    (same primal, detached too, tangent zero); numbers and arrays are returned as they
-    are; a ``vmap`` batch has every example made a constant. Lists and tuples are handled
-    entry by entry. Inside ``grad``, ``jvp``, ``vjp``, ``hessian`` and ``vmap`` it blocks
-    exactly what ``no_grad()`` would block for that value.
-    """
-    if isinstance(x, list | tuple):
-        return type(x)(stop_gradient(v) for v in x)
-    if isinstance(x, Node | DualNumber):
-        return x.detach()  # type: ignore[union-attr]
-    if isinstance(x, BatchedArray):  # inside vmap: every example made a constant
-        return x.constant()
-    return x
-
-
 # --- checkpoint ----------------------------------------------------------------------------
 
 
@@ -526,36 +492,29 @@ def _ckpt_forward(*xs: Any, f: Callable, n_args: int, _cell: dict) -> Any:
     return _plain_result(out, xs[:n_args])
 
 
-def _constant_node(x: Any) -> Any:
-    """A plain value as a graph value that needs no gradient (a ``Value`` for a float, a
-    ``Tensor`` for an array), so ``f`` may use methods (``x.tanh()``); traced values as
-    they are."""
-    from .tensor import Tensor
-    from .value import Value
-
-    if isinstance(x, Traced):
-        return x
+def _graph_leaf(x: Any, requires_grad: bool) -> Any:
+    """A plain value as a new graph leaf: a ``Value`` for a Python number (every Value
+    takes part in backward), else a ``Tensor``."""
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
         return Value(float(x))
-    return Tensor(np.asarray(x))
+    return Tensor(np.asarray(x), requires_grad=requires_grad)
+
+
+def _constant_node(x: Any) -> Any:
+    """A plain value as a graph value that needs no gradient, so ``f`` may use methods
+    (``x.tanh()``); traced values as they are."""
+    return x if isinstance(x, Traced) else _graph_leaf(x, requires_grad=False)
 
 
 def _fresh_leaf(x: Any) -> Any:
-    from .tensor import Tensor
-    from .value import Value
-
-    x = constant(x)
-    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
-        return Value(float(x))
-    return Tensor(np.asarray(x), requires_grad=True)
+    """A new leaf that needs a gradient, holding ``x``'s plain value."""
+    return _graph_leaf(constant(x), requires_grad=True)
 
 
 def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict) -> list:
     """Run ``fn`` again, recording from fresh leaves, and pull ``g`` back through that
     graph. Under create_graph the gradients (graph values from the fresh leaves) are
     replayed onto the real inputs, so they can be differentiated again."""
-    from .tangents import replay
-
     create_graph = any(is_node(x) for x in inputs) or is_node(g)
     leaves = [_fresh_leaf(x) for x in inputs[:n_args]]
     captured = list(_cell["captured"])  # the nodes themselves (inputs may be their data)
@@ -580,9 +539,6 @@ def _ckpt_jvp_all(
     tangents: Sequence, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict
 ) -> Any:
     """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
-    from .dual import Dual, new_tag
-    from .tangents import replay
-
     leaves = [_fresh_leaf(innermost(x)) for x in inputs[:n_args]]
     with graph.enable_grad():
         recorded = f(*leaves)
@@ -596,7 +552,7 @@ def _ckpt_jvp_all(
     result = replay(recorded, subs)
     if isinstance(result, Dual) and result.tag == tag:
         return result.tangent
-    return zero_tangent(out)
+    return zeros_like(out)
 
 
 CHECKPOINT = Primitive(

@@ -52,11 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from . import graph, ops
-from .batching import Batched, batch_levels, has_batch, lift, move_axis, vmap, wrap  # noqa: F401
-from .dual import Dual, new_tag, zero_tangent
-from .kinds import Traced, as_primal, innermost, is_node
-from .linear import LinearGraph, linear_transpose, linearize  # noqa: F401  (chapter 08)
+from . import graph, linear, ops
+from .batching import Batched, batch_levels, has_batch, lift, vmap, wrap  # noqa: F401
+from .dual import Dual, new_tag
+from .kinds import Traced, as_primal, data_of, innermost, is_node, zeros_like
+from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
@@ -110,12 +110,6 @@ def _argnums(argnums, n: int) -> tuple[int, ...]:
     return tuple(i % n for i in nums)
 
 
-def _zeros_for(leaf):
-    if isinstance(leaf, Value):
-        return 0.0
-    return np.zeros_like(leaf.data)
-
-
 def _seed_for(out, create_graph: bool):
     if isinstance(out, Value):
         return Value(1.0) if create_graph else 1.0
@@ -146,7 +140,7 @@ def _pull_back(out, leaves, seed, create_graph: bool):
     for leaf in leaves:
         g = found.get(leaf)
         if g is None:
-            g = _zeros_for(leaf)
+            g = zeros_like(leaf)
             g = (Value(g) if isinstance(leaf, Value) else Tensor(g)) if create_graph else g
         grads.append(g)
     return grads
@@ -296,9 +290,9 @@ def _through_duals_batched(transformed: Callable, args: list, differentiated, le
 def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """Like :func:`grad`, but the new function returns ``(f(x), grad)``."""
 
-    def value_and_grad_f(*args):
-        nums = _argnums(argnums, len(args))
-        args = _duals_outside(args)
+    def value_and_grad_f(*given):
+        nums = _argnums(argnums, len(given))
+        args = _duals_outside(given)
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
             return _through_duals(value_and_grad_f, args, nums)
         if has_batch(args):  # inside vmap: per-example gradients
@@ -318,7 +312,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
             size = np.size(core)
         if size != 1:
             raise ValueError(
-                f"grad: f must return a scalar (one number), got shape {np.shape(_raw(out))}. "
+                f"grad: f must return a scalar (one number), got shape {np.shape(data_of(out))}. "
                 "For vector outputs use jacrev, jacfwd or vjp."
             )
         if isinstance(out, Tensor) and out.shape != ():
@@ -326,7 +320,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
         seed = _seed_for(core, nested) if is_node(core) else None
         grads = _pull_back(out, leaves, seed, nested)
         if not nested:
-            out = _raw(out)
+            out = data_of(out)
         result = grads[0] if isinstance(argnums, int) else tuple(grads)
         return out, result
 
@@ -349,17 +343,11 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     return grad_f
 
 
-def _raw(x):
-    if is_node(x):
-        return x.data
-    return x
-
-
 def _data_inside(x):
     """``x`` with every graph value in it (inside duals too) replaced by its data."""
     if isinstance(x, Dual):
         return Dual(_data_inside(x.primal), _data_inside(x.tangent), x.tag)
-    return _raw(x)
+    return data_of(x)
 
 
 def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
@@ -383,10 +371,10 @@ def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
 
     def vjp_fn(cotangent):
         if isinstance(cotangent, Batched):  # vmap(vjp_fn): a batch of cotangents at once
-            if cotangent.shape != np.shape(_raw(out)):
+            if cotangent.shape != np.shape(data_of(out)):
                 raise ValueError(
                     f"vjp: cotangent has shape {cotangent.shape} per example, but f's "
-                    f"output has shape {np.shape(_raw(out))}"
+                    f"output has shape {np.shape(data_of(out))}"
                 )
             return tuple(_pull_back(out, leaves, cotangent, nested))
         if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
@@ -398,18 +386,20 @@ def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
             seed = cotangent if nested else float(cotangent)
         else:
             seed = cotangent if nested and is_node(cotangent) else np.asarray(cotangent)
-            if np.shape(_raw(seed)) != np.shape(_raw(out)):
+            if np.shape(data_of(seed)) != np.shape(data_of(out)):
                 raise ValueError(
-                    f"vjp: cotangent has shape {np.shape(_raw(seed))}, but f's output has "
-                    f"shape {np.shape(_raw(out))}"
+                    f"vjp: cotangent has shape {np.shape(data_of(seed))}, but f's output has "
+                    f"shape {np.shape(data_of(out))}"
                 )
             if nested and not is_node(seed):
                 seed = Tensor(seed)
             elif not nested:
-                seed = seed.astype(np.result_type(_raw(out)), copy=False)  # out may be a constant
+                seed = seed.astype(
+                    np.result_type(data_of(out)), copy=False
+                )  # out may be a constant
         return tuple(_pull_back(out, leaves, seed, nested))
 
-    return (out if nested else _raw(out)), vjp_fn
+    return (out if nested else data_of(out)), vjp_fn
 
 
 def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str) -> Any:
@@ -447,21 +437,21 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
         def vjp_fn(cotangent):
             seed = lift(cotangent, levels)
             if not isinstance(seed, Traced):
-                seed = np.asarray(seed, dtype=np.result_type(_raw(out_raw)))
-            if np.shape(_raw(seed)) != np.shape(_raw(out_raw)):
+                seed = np.asarray(seed, dtype=np.result_type(data_of(out_raw)))
+            if np.shape(data_of(seed)) != np.shape(data_of(out_raw)):
                 raise ValueError(
-                    f"vjp: cotangent has shape {np.shape(_raw(seed))[len(sizes) :]} per "
-                    f"example, but f's output has shape {np.shape(_raw(out_raw))[len(sizes) :]}"
+                    f"vjp: cotangent has shape {np.shape(data_of(seed))[len(sizes) :]} per "
+                    f"example, but f's output has shape {np.shape(data_of(out_raw))[len(sizes) :]}"
                 )
             if nested and not isinstance(seed, Traced):
                 seed = Tensor(seed)
             grads = _pull_back(out_raw, leaves, seed, nested)
             return tuple(wrap(g, levels) for g in grads)
 
-        return wrap(out_raw if nested else _raw(out_raw), levels), vjp_fn
+        return wrap(out_raw if nested else data_of(out_raw), levels), vjp_fn
 
     def finish(argnums):
-        example_shape = np.shape(_raw(out_raw))[len(sizes) :]
+        example_shape = np.shape(data_of(out_raw))[len(sizes) :]
         if int(np.prod(example_shape, dtype=np.int64)) != 1:
             raise ValueError(
                 f"grad: f must return a scalar (one number) per example, got shape "
@@ -528,7 +518,7 @@ def _vjp_through_duals(f: Callable, primals):
 def _tangent_of(out, tag):
     if isinstance(out, Dual) and out.tag == tag:
         return out.primal, out.tangent
-    return out, zero_tangent(out)
+    return out, zeros_like(out)
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
@@ -567,12 +557,12 @@ def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     vectors, instead of a Python loop (the same matrix; the primal is computed once).
     """
 
-    def jacfwd_f(*args):
-        if _has_dual(args):  # forward over forward: replay with the outer duals
-            return _through_duals(jacfwd_f, args, (argnums,))
-        args = list(args)
+    def jacfwd_f(*given):
+        if _has_dual(given):  # forward over forward: replay with the outer duals
+            return _through_duals(jacfwd_f, given, (argnums,))
+        args = list(given)
         x = as_primal(args[argnums])
-        x_shape = x.shape if isinstance(x, Batched) else np.shape(_raw(x))
+        x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
 
         def f_of_x(xd):
             return f(*args[:argnums], xd, *args[argnums + 1 :])
@@ -582,7 +572,7 @@ def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
             basis = np.eye(n).reshape((n, *x_shape))
             push = vmap(lambda e: jvp(f_of_x, (x,), (e,)), out_axes=(None, -1))
             out, columns = push(basis)
-            return ops.reshape(columns, np.shape(_raw(out)) + x_shape)
+            return ops.reshape(columns, np.shape(data_of(out)) + x_shape)
         out, columns = _by_columns(lambda e: jvp(f_of_x, (x,), (e,)), x_shape)
         if out is None:  # x has no entries: no column, but the output's shape is needed
             out = f_of_x(x)
@@ -601,25 +591,24 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     ``vmap(vjp_fn)`` over the unit vectors, instead of a Python loop (the same matrix).
     """
 
-    def jacrev_f(*args):
-        args = _duals_outside(args)
+    def jacrev_f(*given):
+        args = _duals_outside(given)
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
         if has_batch(args):  # inside vmap: a batch of unit cotangents through each vjp
             return _jacrev_in_vmap(f, args, argnums)
-        args = list(args)
         if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
             args[argnums] = np.asarray(args[argnums], dtype=float)
         out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
         out = _one_output(out, "jacrev")
         if isinstance(out, Value):  # scalar engine: one row, the gradient
             (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
-            return row if nested else float(_raw(row))
+            return row if nested else float(data_of(row))
         if has_batch([out]):  # f closes over a vmap batch
             return _jacrev_in_vmap(f, args, argnums)
         if not isinstance(out, Tensor):
-            out = Tensor(_raw(out)) if not nested or not is_node(out) else out
-        leaf_shape = np.shape(_raw(leaf))
+            out = Tensor(data_of(out)) if not nested or not is_node(out) else out
+        leaf_shape = np.shape(data_of(leaf))
         if vectorize and out.size:  # row i = e_iᵀ J, all i in one batch of cotangents
             eye = np.eye(out.size, dtype=out.dtype).reshape((out.size, *out.shape))
             rows = vmap(lambda ct: _pull_back(out, [leaf], ct, nested)[0])(eye)
@@ -654,8 +643,8 @@ def _jacrev_in_vmap(f: Callable, args: Sequence, argnums: int) -> Any:
 
     x = args[argnums]
     out, vjp_fn = vjp(f_of_x, x)
-    out_shape = out.shape if isinstance(out, Batched) else np.shape(_raw(out))
-    x_shape = x.shape if isinstance(x, Batched) else np.shape(_raw(x))
+    out_shape = out.shape if isinstance(out, Batched) else np.shape(data_of(out))
+    x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
     n = int(np.prod(out_shape, dtype=np.int64))
     (rows,) = vmap(vjp_fn)(np.eye(n).reshape((n, *out_shape)))
     return ops.reshape(rows, tuple(out_shape) + tuple(x_shape))
@@ -681,20 +670,20 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
         return jacrev(gradient, argnums)
     columns_by_jvp = jacfwd(gradient, argnums)
 
-    def hessian_f(*args):
-        x = args[argnums]
-        if _has_dual(args) or is_node(x) or has_batch(args) or _ReverseNesting.depth > 0:
-            return columns_by_jvp(*args)  # nested inside another transformation
+    def hessian_f(*given):
+        x = given[argnums]
+        if _has_dual(given) or is_node(x) or has_batch(given) or _ReverseNesting.depth > 0:
+            return columns_by_jvp(*given)  # nested inside another transformation
         # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
         x = as_primal(x)
-        args = list(args)
+        args = list(given)
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
 
         def column(e):  # replay the gradient's graph with x + e ε: the column H e
             tag = new_tag()
             replayed = replay(recorded, {leaf: Dual(x, e, tag)})
-            return recorded, _raw(_tangent_of(replayed, tag)[1])
+            return recorded, data_of(_tangent_of(replayed, tag)[1])
 
         _, columns = _by_columns(column, np.shape(x))
         return _from_columns(recorded, columns, np.shape(x))
@@ -707,7 +696,7 @@ def _by_columns(push: Callable, x_shape: tuple) -> tuple[Any, list]:
     """A Jacobian column by column: ``push(e)`` gives ``(out, J e)`` for each unit
     direction ``e`` of the input. Returns the last ``out`` (None when x has no entries)."""
     out, columns = None, []
-    for e in _basis(x_shape):
+    for e in ops.basis(x_shape):
         out, column = push(e)
         columns.append(column)
     return out, columns
@@ -719,20 +708,8 @@ def _from_columns(out, columns: list, x_shape: tuple):
         column = columns[0]
         return column if isinstance(column, Traced) else np.asarray(column, dtype=float)[()]
     if not columns:
-        return np.zeros(np.shape(_raw(out)) + x_shape)
-    return _stack_last(columns).reshape(np.shape(_raw(out)) + x_shape)
-
-
-def _basis(shape: tuple):
-    """The unit vectors e_0, e_1, ... of arrays of ``shape`` (the number 1.0 for a scalar)."""
-    if not shape:
-        yield 1.0
-        return
-    n = int(np.prod(shape, dtype=np.int64))
-    for j in range(n):
-        e = np.zeros(n)
-        e[j] = 1.0
-        yield e.reshape(shape)
+        return np.zeros(np.shape(data_of(out)) + x_shape)
+    return _stack_last(columns).reshape(np.shape(data_of(out)) + x_shape)
 
 
 def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
@@ -745,11 +722,11 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
     size of ``x``; forming ``H`` first would take ``x.size`` passes.
     """
     x = as_primal(x)
-    v_raw = _raw(v)
-    if np.shape(v_raw) != np.shape(_raw(innermost(x))):
+    v_raw = data_of(v)
+    if np.shape(v_raw) != np.shape(data_of(innermost(x))):
         raise ValueError(
             f"hvp: v has shape {np.shape(v_raw)}, but x has shape "
-            f"{np.shape(_raw(innermost(x)))}; they must match"
+            f"{np.shape(data_of(innermost(x)))}; they must match"
         )
     if mode == "fwd-rev":
         return jvp(grad(f), (x,), (as_primal(v),))[1]
@@ -761,3 +738,57 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
 
         return grad(gradient_along_v)(x)
     raise ValueError(f"hvp: mode must be one of {HESSIAN_MODES}, got {mode!r}")
+
+
+# --- linearize and linear_transpose (chapter 08; the graph of linear ops: linear.py) -------
+
+
+def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:
+    """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map:
+    a :class:`~autodiff_lab.linear.LinearGraph` (:func:`autodiff_lab.linear.linearize`)
+    for numbers and arrays; inside another transformation (traced primals) the map is
+    ``jvp`` itself and its transpose ``vjp`` (:class:`TracedLinearMap`)."""
+    if any(isinstance(p, Traced) for p in primals):
+        linear_map = TracedLinearMap(f, primals)
+        return linear_map.out, linear_map
+    return linear.linearize(f, *primals)
+
+
+def linear_transpose(
+    f_jvp: LinearGraph | TracedLinearMap | Callable, *primals: Any
+) -> LinearTranspose:
+    """The transpose of a linear map: ``linear_transpose(f_jvp)(ct)`` is ``Jᵀ ct``, for the
+    map :func:`linearize` returns, or for a linear Python function with example primals
+    (see :func:`autodiff_lab.linear.linear_transpose`)."""
+    if isinstance(f_jvp, TracedLinearMap):
+        return linear.linear_transpose(f_jvp, *primals)
+    if any(isinstance(p, Traced) for p in primals):
+        return LinearTranspose(TracedLinearMap(f_jvp, primals))
+    return linear.linear_transpose(f_jvp, *primals)
+
+
+class TracedLinearMap:
+    """:func:`linearize` inside another transformation (its primals are traced: ``vmap``'s
+    batches, ``jvp``'s duals, reverse mode's graph values). A graph of the jvp recorded
+    from them would hold those tracers as constants, so here the map *is* the jvp:
+    ``f_jvp(t)`` runs ``jvp(f, primals, t)`` (``f`` runs again for each tangent) and its
+    transpose runs ``vjp(f, *primals)`` — the same numbers, by the transformations that
+    compose with every other."""
+
+    def __init__(self, f: Callable, primals: tuple) -> None:
+        self.f, self.primals = f, primals
+        self.out = jvp(f, primals, tuple(zeros_like(p) for p in primals))[0]
+
+    def __call__(self, *tangents: Any) -> Any:
+        if len(tangents) != len(self.primals):
+            raise ValueError(
+                f"linearize: f_jvp takes {len(self.primals)} tangent(s), one per primal, "
+                f"got {len(tangents)}"
+            )
+        return jvp(self.f, self.primals, tangents)[1]
+
+    def transpose_apply(self, cotangent: Any) -> tuple:
+        return vjp(self.f, *self.primals)[1](cotangent)
+
+    def __repr__(self) -> str:
+        return f"<TracedLinearMap: jvp of {getattr(self.f, '__name__', 'f')}>"

@@ -12,9 +12,10 @@ types (as minitorch's ``Variable`` protocol), never by probing for attributes.
   - :class:`BatchedArray` — a batch of values stacked along axis 0
     (:class:`~autodiff_lab.batching.Batched`): ``vmap``.
 
-All derive from :class:`Traced`; plain floats and numpy arrays are none of them. A tracer
+All derive from :class:`Traced`; plain floats and numpy arrays are none of them.
+:func:`stop_gradient` (any of them as a constant) is written on these types alone. A tracer
 is always the outer layer around graph nodes; among tracers, the one with the largest tag
-(the innermost transformation) applies an operation first (:func:`~autodiff_lab.primitives.bind`).
+(the innermost transformation) applies an operation first (:func:`~autodiff_lab.binding.bind`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,15 @@ class Node(Traced):
     requires_grad: bool
     label: str
 
+    @classmethod
+    def _apply(cls, prim: Primitive, /, *inputs: Any, **params: Any) -> Node:
+        """``prim`` applied to ``inputs`` (some of them nodes of this class), recorded."""
+        raise NotImplementedError
+
+    def detach(self) -> Node:
+        """The same data as a new leaf, cut off from the graph."""
+        raise NotImplementedError
+
 
 class Tracer(Traced):
     """A value wrapped by the transformation call ``tag``; ``_apply(prim, *inputs,
@@ -61,6 +71,10 @@ class Tracer(Traced):
     __slots__ = ()
     tag: int
 
+    @classmethod
+    def _apply(cls, prim: Primitive, /, *inputs: Any, **params: Any) -> Tracer:
+        raise NotImplementedError
+
 
 class DualNumber(Tracer):
     """``primal + tangent·ε``, differentiating with respect to the jvp call ``tag``."""
@@ -68,6 +82,10 @@ class DualNumber(Tracer):
     __slots__ = ()
     primal: Any
     tangent: Any
+
+    def detach(self) -> DualNumber:
+        """The same primal (detached too) with a zero tangent: a constant."""
+        raise NotImplementedError
 
 
 class BatchedArray(Tracer):
@@ -80,6 +98,15 @@ class BatchedArray(Tracer):
 
     __slots__ = ()
     val: Any
+
+    @property
+    def shape(self) -> tuple:
+        """The shape of one example."""
+        raise NotImplementedError
+
+    @property
+    def dtype(self) -> np.dtype:
+        raise NotImplementedError
 
     def constant(self) -> BatchedArray:
         """The same batch with every example's history and tangents dropped."""
@@ -106,6 +133,22 @@ def innermost(x: Any) -> Any:
     while isinstance(x, DualNumber):
         x = x.primal
     return x
+
+
+def data_of(x: Any) -> Any:
+    """A graph value's data; anything else as it is (a dual keeps its graph values)."""
+    return x.data if isinstance(x, Node) else x
+
+
+def zeros_like(x: Any) -> Any:
+    """The zero of ``x``'s kind: 0.0 for a number, else zeros of its shape and dtype (one
+    example's shape for a ``vmap`` batch, whose zero is the same for every example)."""
+    x = constant(x)
+    if isinstance(x, numbers.Number):
+        return 0.0
+    if isinstance(x, BatchedArray):
+        return np.zeros(x.shape, x.dtype)
+    return np.zeros(np.shape(x), np.result_type(x))
 
 
 def constant(x: Any) -> Any:
@@ -136,3 +179,22 @@ def as_primal(x: Any) -> Any:
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
         return float(x)
     return np.asarray(x, dtype=float)
+
+
+def stop_gradient(x: Any) -> Any:
+    """``x`` as a constant: the same value, derivative zero (JAX's ``lax.stop_gradient``).
+
+    A ``Value`` or ``Tensor`` becomes ``x.detach()`` (a new leaf holding the same data,
+    cut off from the graph, as PyTorch's ``detach``); a ``Dual`` becomes ``x.detach()``
+    (same primal, detached too, tangent zero); numbers and arrays are returned as they
+    are; a ``vmap`` batch has every example made a constant. Lists and tuples are handled
+    entry by entry. Inside ``grad``, ``jvp``, ``vjp``, ``hessian`` and ``vmap`` it blocks
+    exactly what ``no_grad()`` would block for that value.
+    """
+    if isinstance(x, list | tuple):
+        return type(x)(stop_gradient(v) for v in x)
+    if isinstance(x, Node | DualNumber):
+        return x.detach()
+    if isinstance(x, BatchedArray):  # inside vmap: every example made a constant
+        return x.constant()
+    return x

@@ -21,15 +21,14 @@ new rule; each one declares whether it is linear (``Primitive.linear``).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import graph
-from .dual import Dual, new_tag, zero_tangent
+from .dual import Dual, new_tag
 from .graph import topological_order
 from .kinds import Node, Traced
 from .ops import shape
@@ -203,17 +202,6 @@ def _plain(x: Any, scalar: bool) -> Any:
     return x
 
 
-@contextmanager
-def _recording() -> Iterator[None]:
-    """Record graphs even inside ``no_grad()`` (the linear graph is what we want)."""
-    previous = graph._GradMode.enabled
-    graph._GradMode.enabled = True
-    try:
-        yield
-    finally:
-        graph._GradMode.enabled = previous
-
-
 def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph for arrays)
     """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map.
 
@@ -221,12 +209,14 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph 
     ``f`` runs only once, here: forward mode pushes a *recorded* tangent (a ``Tensor``
     leaf) through ``f``, and the graph its jvp rules build, a :class:`LinearGraph`, is
     replayed for each new tangent. Primals are numbers or arrays; ``f`` returns one value
-    or a tuple of them. Inside another transformation (traced primals) the map is
-    ``jvp`` itself and its transpose ``vjp`` (:class:`TracedLinearMap`).
+    or a tuple of them. (Inside another transformation, traced primals, use
+    :func:`autodiff_lab.functional.linearize`: there the map is ``jvp`` itself.)
     """
-    if any(isinstance(p, Traced) for p in primals):  # inside another transformation
-        linear_map = TracedLinearMap(f, primals)
-        return linear_map.out, linear_map
+    if any(isinstance(p, Traced) for p in primals):
+        raise TypeError(
+            "linearize: traced primals (inside another transformation): use "
+            "autodiff_lab.functional.linearize"
+        )
     plain = []
     for p in primals:
         plain.append(float(p) if isinstance(p, numbers.Real) else np.asarray(p, dtype=float))
@@ -235,7 +225,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph 
         for k, p in enumerate(plain)
     ]
     tag = new_tag()
-    with _recording():
+    with graph.enable_grad():  # (the tangent graph is recorded even inside no_grad())
         out = f(*(Dual(p, leaf, tag) for p, leaf in zip(plain, leaves, strict=True)))
     several = isinstance(out, tuple | list)
     outs = list(out) if several else [out]
@@ -308,43 +298,18 @@ def _linear_graph(leaves: list[Tensor], tangent_outs: list, primal_outs: list) -
     return LinearGraph(nodes, tuple(range(len(leaves))), tuple(outputs), None, (), scalar_outputs)
 
 
-class TracedLinearMap:
-    """:func:`linearize` inside another transformation (its primals are traced: ``vmap``'s
-    batches, ``jvp``'s duals, reverse mode's graph values). A graph of the jvp recorded
-    from them would hold those tracers as constants, so here the map *is* the jvp:
-    ``f_jvp(t)`` runs ``jvp(f, primals, t)`` (``f`` runs again for each tangent) and its
-    transpose runs ``vjp(f, *primals)`` — the same numbers, by the transformations that
-    compose with every other."""
+@runtime_checkable
+class Transposable(Protocol):
+    """A linear map that can be run backwards (a :class:`LinearGraph`, or the jvp-based
+    map of :func:`autodiff_lab.functional.linearize` inside another transformation)."""
 
-    def __init__(self, f: Callable, primals: tuple) -> None:
-        from .functional import jvp  # (functional builds on this module)
-
-        self.f, self.primals = f, primals
-        self.out = jvp(f, primals, tuple(zero_tangent(p) for p in primals))[0]
-
-    def __call__(self, *tangents: Any) -> Any:
-        from .functional import jvp
-
-        if len(tangents) != len(self.primals):
-            raise ValueError(
-                f"linearize: f_jvp takes {len(self.primals)} tangent(s), one per primal, "
-                f"got {len(tangents)}"
-            )
-        return jvp(self.f, self.primals, tangents)[1]
-
-    def transpose_apply(self, cotangent: Any) -> tuple:
-        from .functional import vjp
-
-        return vjp(self.f, *self.primals)[1](cotangent)
-
-    def __repr__(self) -> str:
-        return f"<TracedLinearMap: jvp of {getattr(self.f, '__name__', 'f')}>"
+    def transpose_apply(self, cotangent: Any) -> tuple: ...
 
 
 class LinearTranspose:
     """``ct ↦ Jᵀ ct``: a :class:`LinearGraph` run backwards (``graph`` is the graph)."""
 
-    def __init__(self, graph: LinearGraph | TracedLinearMap) -> None:
+    def __init__(self, graph: Transposable) -> None:
         self.graph = graph
 
     def __call__(self, cotangent: Any) -> tuple:
@@ -354,7 +319,7 @@ class LinearTranspose:
         return f"<LinearTranspose of {self.graph!r}>"
 
 
-def linear_transpose(f_jvp: LinearGraph | Callable, *primals: Any) -> LinearTranspose:
+def linear_transpose(f_jvp: Transposable | Callable, *primals: Any) -> LinearTranspose:
     """The transpose of a linear map: ``linear_transpose(f_jvp)(ct)`` is ``Jᵀ ct``.
 
     ``f_jvp`` is the :class:`LinearGraph` from :func:`linearize`; then
@@ -363,7 +328,7 @@ def linear_transpose(f_jvp: LinearGraph | Callable, *primals: Any) -> LinearTran
     primals giving the input shapes: ``linear_transpose(lambda x: A @ x, x0)`` (it is
     linearized at ``x0``; a linear function is its own linearization).
     """
-    if isinstance(f_jvp, LinearGraph | TracedLinearMap):
+    if isinstance(f_jvp, Transposable):
         if primals:
             raise TypeError("linear_transpose: pass either a LinearGraph or fn, *primals")
         return LinearTranspose(f_jvp)

@@ -6,8 +6,7 @@ it applies a primitive — ``_apply(fn, *inputs, **params)`` (and ``_unary(fn)``
 rest:
 
 - :class:`FunctionMethods`: one method per elementwise function in the primitive table
-  (``exp``, ``log``, ``tanh``, …), made from the table itself, so a new elementwise
-  primitive is a method of every number type at once;
+  (``exp``, ``log``, ``tanh``, …), each one line applying its entry;
 - :class:`ArrayMethods`: the operators, reductions and reshaping of arrays (``Tensor``
   and ``Dual``), with the shape checks that give clear errors.
 """
@@ -15,35 +14,71 @@ rest:
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from . import primitives as P
 from .kinds import Tracer, constant
 
+_Number = TypeVar("_Number", bound="FunctionMethods")  # a method's result: the same kind
+
 
 class FunctionMethods:
-    """``x.exp()``, ``x.log()``… for every elementwise primitive (added below)."""
+    """``x.exp()``, ``x.log()``… one method per elementwise primitive: each applies its
+    entry of the table with the class's ``_unary`` (tests/test_engine_forward.py checks
+    that every elementwise entry has its method here)."""
 
     __slots__ = ()
 
     def _unary(self, fn: P.Primitive) -> Any:
         return self._apply(fn, self)  # type: ignore[attr-defined]
 
+    def exp(self: _Number) -> _Number:
+        """eˣ of every entry."""
+        return self._unary(P.EXP)
 
-def _function_method(prim: P.Primitive):
-    def method(self):
-        return self._unary(prim)
+    def log(self: _Number) -> _Number:
+        """The natural logarithm of every entry."""
+        return self._unary(P.LOG)
 
-    method.__name__ = method.__qualname__ = prim.name
-    method.__doc__ = f"{prim.name} of every entry.  {prim.rule}"
-    return method
+    def log1p(self: _Number) -> _Number:
+        """log(1 + x) of every entry."""
+        return self._unary(P.LOG1P)
 
+    def tanh(self: _Number) -> _Number:
+        """tanh of every entry."""
+        return self._unary(P.TANH)
 
-for _prim in P.ELEMENTWISE:
-    setattr(FunctionMethods, _prim.name, _function_method(_prim))
-FunctionMethods.__abs__ = FunctionMethods.abs  # type: ignore[attr-defined]
+    def sigmoid(self: _Number) -> _Number:
+        """σ(x) = 1 / (1 + e⁻ˣ) of every entry."""
+        return self._unary(P.SIGMOID)
+
+    def softplus(self: _Number) -> _Number:
+        """log(1 + eˣ) of every entry."""
+        return self._unary(P.SOFTPLUS)
+
+    def relu(self: _Number) -> _Number:
+        """max(x, 0) of every entry."""
+        return self._unary(P.RELU)
+
+    def sin(self: _Number) -> _Number:
+        """The sine of every entry."""
+        return self._unary(P.SIN)
+
+    def cos(self: _Number) -> _Number:
+        """The cosine of every entry."""
+        return self._unary(P.COS)
+
+    def sqrt(self: _Number) -> _Number:
+        """The square root of every entry."""
+        return self._unary(P.SQRT)
+
+    def abs(self: _Number) -> _Number:
+        """|x| of every entry."""
+        return self._unary(P.ABS)
+
+    __abs__ = abs
 
 
 class ArrayMethods(FunctionMethods):

@@ -14,53 +14,85 @@ too, which is what lets a gradient be differentiated again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
+from .binding import PRIMITIVES, bind
 from .kinds import Traced
 
-if TYPE_CHECKING:
-    from .primitives import Primitive
-
-# (and every elementwise function, exp, log, tanh…: see __getattr__ below)
 __all__ = [
+    "exp", "log", "log1p", "tanh", "sigmoid", "softplus", "relu", "sin", "cos", "sqrt", "abs",
     "sum", "mean", "max", "reshape", "transpose", "matmul", "softmax", "log_softmax",
-    "where", "maximum", "minimum", "shape", "sum_to", "broadcast_to", "unbroadcast",
+    "where", "maximum", "minimum", "shape", "sum_to", "broadcast_to", "unbroadcast", "basis",
+    "move_axis",
 ]  # fmt: skip
 
 
-def _is_traced(x) -> bool:
+def _is_traced(x: Any) -> bool:
     """True for the course's own number types (they know how to record an op)."""
     return isinstance(x, Traced)
 
 
-def __getattr__(name: str):  # (unannotated: mypy types ops.exp & co. as Any)
-    """The elementwise functions (``exp``, ``log``, ``tanh``…): one per elementwise primitive
-    in :mod:`autodiff_lab.primitives`, made from its entry on first use."""
-    if name.startswith("__"):  # (the import machinery asks for __path__ and the like)
-        raise AttributeError(name)
-    from .primitives import ELEMENTWISE
-
-    for prim in ELEMENTWISE:
-        if prim.name == name:
-            globals()[name] = fn = _function(prim)  # made once
-            return fn
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# --- elementwise functions: each applies its entry of the primitive table ----------------
+# (the entries, with their rules, are in primitives.py, which registers them in PRIMITIVES;
+# tests/test_engine_forward.py checks that every elementwise entry has its function here)
 
 
-def _function(prim: Primitive) -> Callable[[Any], Any]:
-    """``prim`` as a function of any number: a float for a float, an array for an array;
-    recorded for a graph value, pushed forward for a dual number (``bind``)."""
-    from .primitives import bind
+def exp(x: Any) -> Any:
+    """eˣ of a number, an array or a traced value."""
+    return bind(PRIMITIVES["exp"], x)
 
-    def fn(x):
-        return bind(prim, x)
 
-    fn.__name__ = fn.__qualname__ = prim.name
-    fn.__doc__ = f"{prim.name}(x) of a number, an array or a traced value.  {prim.rule}"
-    return fn
+def log(x: Any) -> Any:
+    """The natural logarithm (defined for x > 0)."""
+    return bind(PRIMITIVES["log"], x)
+
+
+def log1p(x: Any) -> Any:
+    """log(1 + x), accurate for tiny x (defined for x > -1)."""
+    return bind(PRIMITIVES["log1p"], x)
+
+
+def tanh(x: Any) -> Any:
+    """The hyperbolic tangent."""
+    return bind(PRIMITIVES["tanh"], x)
+
+
+def sigmoid(x: Any) -> Any:
+    """σ(x) = 1 / (1 + e⁻ˣ), computed without overflow."""
+    return bind(PRIMITIVES["sigmoid"], x)
+
+
+def softplus(x: Any) -> Any:
+    """log(1 + eˣ), a smooth relu."""
+    return bind(PRIMITIVES["softplus"], x)
+
+
+def relu(x: Any) -> Any:
+    """max(x, 0) (slope 0 at x = 0, as in PyTorch)."""
+    return bind(PRIMITIVES["relu"], x)
+
+
+def sin(x: Any) -> Any:
+    """The sine."""
+    return bind(PRIMITIVES["sin"], x)
+
+
+def cos(x: Any) -> Any:
+    """The cosine."""
+    return bind(PRIMITIVES["cos"], x)
+
+
+def sqrt(x: Any) -> Any:
+    """The square root (defined for x >= 0)."""
+    return bind(PRIMITIVES["sqrt"], x)
+
+
+def abs(x: Any) -> Any:  # (shadows the builtin inside this module)
+    """|x| (slope 0 at x = 0, as in PyTorch)."""
+    return bind(PRIMITIVES["abs"], x)
 
 
 # --- array functions -------------------------------------------------------------------
@@ -110,6 +142,15 @@ def transpose(x: Any, axes: Any = None) -> Any:
     return np.transpose(x, axes)
 
 
+def move_axis(x: Any, source: int, destination: int) -> Any:
+    """``np.moveaxis`` for any kind of array (a transpose, recorded when traced)."""
+    if source == destination:
+        return x
+    order = list(range(len(shape(x))))
+    order.insert(destination, order.pop(source))
+    return transpose(x, tuple(order))
+
+
 def matmul(a: Any, b: Any) -> Any:
     return a @ b
 
@@ -117,23 +158,17 @@ def matmul(a: Any, b: Any) -> Any:
 def where(condition: Any, a: Any, b: Any) -> Any:
     """``a`` where ``condition`` holds, else ``b``, entry by entry (numpy's ``where``, with
     broadcasting); the gradient goes to the entry chosen, none to the condition."""
-    from .primitives import WHERE, bind
-
-    return bind(WHERE, condition, a, b)
+    return bind(PRIMITIVES["where"], condition, a, b)
 
 
 def maximum(a: Any, b: Any) -> Any:
     """The larger of ``a`` and ``b``, entry by entry (a tie splits the gradient in halves)."""
-    from .primitives import MAXIMUM, bind
-
-    return bind(MAXIMUM, a, b)
+    return bind(PRIMITIVES["maximum"], a, b)
 
 
 def minimum(a: Any, b: Any) -> Any:
     """The smaller of ``a`` and ``b``, entry by entry (a tie splits the gradient in halves)."""
-    from .primitives import MINIMUM, bind
-
-    return bind(MINIMUM, a, b)
+    return bind(PRIMITIVES["minimum"], a, b)
 
 
 def broadcast_to(x: Any, new_shape: Any) -> Any:
@@ -170,6 +205,18 @@ def unbroadcast(grad: Any, like: Any) -> Any:
     if type(grad) is float:
         return grad
     return sum_to(grad, shape(like))
+
+
+def basis(shape: tuple, dtype: Any = float) -> Iterator[Any]:
+    """The unit arrays e_0, e_1, … of ``shape``, in C order (the number 1.0 for a scalar)."""
+    if not shape:
+        yield 1.0
+        return
+    n = int(np.prod(shape, dtype=np.int64))
+    for j in range(n):
+        e = np.zeros(n, dtype=dtype)
+        e[j] = 1
+        yield e.reshape(shape)
 
 
 def softmax(x: Any, axis: Any = -1) -> Any:

@@ -17,10 +17,12 @@ An entry (:class:`Primitive`) holds
 
 ``Value``, ``Tensor`` and ``Dual`` all compute through this table (``backward()`` through
 :meth:`Primitive.pullback`, ``Dual`` through :meth:`Primitive.pushforward`), and so do the
-steppers. Adding an elementwise function means adding one :func:`elementwise` entry here:
-it becomes ``ops.<name>``, a method of ``Value``, ``Tensor`` and ``Dual``, a drawable and
+steppers. Adding an elementwise function means adding one :func:`elementwise` entry here
+and one short definition each in ``ops.py`` (``ops.<name>``) and ``methods.py`` (the method
+of ``Value``, ``Tensor`` and ``Dual``), which a test asks for; it is then a drawable and
 steppable node, and the gradient checks in the tests pick it up from :data:`PRIMITIVES`
-(they fail until its test cases are added).
+(they fail until its test cases are added). :func:`~autodiff_lab.binding.bind`, which
+applies an entry, and the :data:`PRIMITIVES` registry are in :mod:`autodiff_lab.binding`.
 
 The rules are written with ordinary operators and the generic functions of
 :mod:`autodiff_lab.ops`. On plain numbers they compute numbers; handed graph values (as
@@ -30,7 +32,6 @@ again.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import operator
@@ -39,7 +40,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import ops
-from .kinds import BatchedArray, Node, Traced, Tracer, constant
+from .binding import PLAIN_TYPES, PRIMITIVES, bind  # noqa: F401  (imported from here too)
+from .kinds import BatchedArray, Traced, constant, zeros_like
 from .ops import broadcast_to, shape, sum_to, unbroadcast
 
 
@@ -89,7 +91,10 @@ class Primitive:
       ``"broadcast"``);
     - ``batch``: ``batch(args, batched, **params)``, the batching rule: ``args[i]`` has a
       leading batch axis where ``batched[i]`` is True; it returns the result for the
-      whole batch, batch axis first, using only primitives (so it can be traced further).
+      whole batch, batch axis first, using only primitives (so it can be traced further);
+      ``"broadcasting"`` for an elementwise op, whose batch axis rides along unchanged;
+      ``batched_params``: the parameters that may differ per example (the rule gets them
+      with the batch axis in front: cross-entropy's labels).
 
     :meth:`pullback` and :meth:`pushforward` apply the rules; ``backward()``, ``Dual`` and
     the steppers all go through them. :meth:`transpose` transposes a linear op.
@@ -98,6 +103,7 @@ class Primitive:
     __slots__ = (
         "name", "forward", "vjp", "jvp", "vjp_all", "jvp_all",
         "rule", "symbol", "display", "notation", "domain", "linear", "transposed", "batch",
+        "batched_params",
     )  # fmt: skip
 
     def __init__(
@@ -117,6 +123,7 @@ class Primitive:
         linear: str = "",
         transposed: str = "",
         batch: Callable | str | None = None,
+        batched_params: tuple[str, ...] = (),
     ):
         self.name = name
         self.forward = forward
@@ -132,9 +139,10 @@ class Primitive:
         self.notation = notation
         self.linear = linear
         self.transposed = transposed
-        if batch == "broadcasting":  # elementwise with numpy broadcasting (see batch_aligned)
-            batch = functools.partial(_batch_broadcasting, self)
-        self.batch: Callable | None = batch  # type: ignore[assignment]
+        # "broadcasting": elementwise with numpy broadcasting, the batch axis riding along
+        # (applied by autodiff_lab.batching with primitives.batch_aligned)
+        self.batch = batch
+        self.batched_params = batched_params
 
     def pullback(self, g, out, inputs: Sequence, params: dict, wanted: Sequence[bool]) -> list:
         """Each input's share of the gradient: ``g · d out / d input_i``.
@@ -222,9 +230,6 @@ class Primitive:
         return f"<primitive {self.name}>"
 
 
-PRIMITIVES: dict[str, Primitive] = {}
-
-
 def primitive(name: str, forward: Callable, vjp=None, jvp=None, **kw) -> Primitive:
     """Create a primitive and register it in :data:`PRIMITIVES`."""
     prim = Primitive(name, forward, vjp, jvp, **kw)
@@ -256,42 +261,6 @@ def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = 
     )
 
 
-def bind(prim: Primitive, *inputs, **params):
-    """Apply ``prim`` to ``inputs``, recording it if any input is a graph value.
-
-    Tracers (``Dual``, ``vmap``'s batches) are the outer layers, so they are looked for
-    first; among them the newest transformation call (the largest tag) goes first. It
-    unwraps its own inputs and binds again: the next layer's turn.
-    """
-    node = None
-    for x in inputs:
-        if type(x) in PLAIN_TYPES:
-            continue
-        if isinstance(x, Tracer):
-            if len(inputs) > 1:
-                x = _newest_tracer(inputs)
-            return type(x)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
-        if node is None and isinstance(x, Node):
-            node = x
-    if node is not None:
-        return type(node)._apply(prim, *inputs, **params)  # type: ignore[attr-defined]
-    return prim.forward(*inputs, **params)
-
-
-def _newest_tracer(inputs) -> Tracer:
-    """The tracer with the largest tag (of the innermost transformation)."""
-    newest = None
-    for x in inputs:
-        if isinstance(x, Tracer) and (newest is None or x.tag > newest.tag):
-            newest = x
-    return newest  # type: ignore[return-value]
-
-
-# never graph values: constants wherever they meet a traced value (np.bool_ too: a mask
-# `x > 0` of a 0-d array is one)
-PLAIN_TYPES = {float, int, bool, np.ndarray, np.float64, np.float32, np.bool_}
-
-
 def _bcast(t, out):
     """A tangent stretched to the output's shape (broadcasting copies it): also a
     float's tangent, when the float met an array (``x0 + x`` for ``x`` a number)."""
@@ -316,11 +285,6 @@ def batch_aligned(args: Sequence, batched: Sequence[bool]) -> list:
             a = ops.reshape(a, a_shape[:1] + (1,) * (rank - len(a_shape) + 1) + a_shape[1:])
         aligned.append(a)
     return aligned
-
-
-def _batch_broadcasting(prim: Primitive, args, batched, **params):
-    """Elementwise ops (with broadcasting): the batch axis rides along unchanged."""
-    return bind(prim, *batch_aligned(args, batched), **params)
 
 
 def _example_axes(axis, ndim: int):
@@ -688,7 +652,8 @@ SQRT = elementwise(
 def _sign(x):
     """sign(x) as a constant: −1, 0 or 1 (each example's own, in a batch)."""
     c = constant(x)
-    return (c > 0) * 1.0 - (c < 0) * 1.0 if isinstance(c, BatchedArray) else np.sign(c)
+    batch = isinstance(c, BatchedArray)  # (numpy's sign cannot look inside a batch)
+    return (c > 0) * 1.0 - (c < 0) * 1.0 if batch else np.sign(c)
 
 
 ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
@@ -783,13 +748,6 @@ MAX = primitive(  # only the largest entry moves the max
 # --- batching rules of the shape ops (vmap; see batch_aligned above) ---------------------
 
 
-def _move_to_front(x, axis: int):
-    """Axis ``axis`` of ``x`` moved to the front (the others keep their order)."""
-    order = list(range(len(shape(x))))
-    order.insert(0, order.pop(axis))
-    return ops.transpose(x, tuple(order))
-
-
 def _batch_reshape(args, batched, **params):
     """Each example reshaped: the batch axis stays in front."""
     (x,) = args
@@ -837,7 +795,7 @@ def _batch_getitem(args, batched, index):
     (x,) = args
     batch_index, front = _batch_index(index)
     out = bind(GETITEM, x, index=batch_index)
-    return _move_to_front(out, front) if front else out
+    return ops.move_axis(out, front, 0)
 
 
 def _batch_scatter_add(args, batched, index, **params):
@@ -845,10 +803,7 @@ def _batch_scatter_add(args, batched, index, **params):
     (g,) = args
     size = shape(g)[0]
     batch_index, front = _batch_index(index)
-    if front:  # g must be laid out as numpy lays out out[:, index]: batch axis after `front`
-        order = list(range(len(shape(g))))
-        order.insert(front, order.pop(0))
-        g = ops.transpose(g, tuple(order))
+    g = ops.move_axis(g, 0, front)  # laid out as numpy lays out out[:, index]
     return bind(SCATTER_ADD, g, index=batch_index, shape=(size, *params["shape"]))
 
 
@@ -883,10 +838,17 @@ def _batch_matmul(args, batched):
 
 
 def _batch_cross_entropy(args, batched, targets):
-    """Each example's loss −mean_n log softmax(z_n)[y_n], for the whole batch at once."""
-    (z,) = args  # (batch, N, C)
+    """Each example's loss −mean_n log softmax(z_n)[y_n], for the whole batch at once;
+    ``targets`` of shape (batch, N) when the labels differ per example."""
+    (z,) = args  # (batch, N, C), or (N, C) shared by every example
     logp = bind(LOG_SOFTMAX, z, axis=-1)
-    picked = bind(GETITEM, logp, index=(slice(None), np.arange(shape(z)[1]), targets))
+    rows: slice | np.ndarray = slice(None)
+    if np.ndim(targets) == 2:  # example k reads its own labels, row k of targets
+        size = shape(targets)[0]
+        if not batched[0]:
+            logp = broadcast_to(logp, (size, *shape(logp)))
+        rows = np.arange(size).reshape(size, 1)
+    picked = bind(GETITEM, logp, index=(rows, np.arange(shape(logp)[1]), targets))
     return bind(NEG, bind(MEAN, picked, axis=1))
 
 
@@ -989,10 +951,7 @@ def _concat_vjp_all(g, out, *xs, axis=0):
 
 
 def _concat_jvp_all(tangents, out, *xs, axis=0):
-    parts = [
-        t if t is not None else np.zeros(shape(x), dtype=np.result_type(constant(x)))
-        for t, x in zip(tangents, xs, strict=True)
-    ]
+    parts = [t if t is not None else zeros_like(x) for t, x in zip(tangents, xs, strict=True)]
     return bind(CONCATENATE, *parts, axis=axis)
 
 
@@ -1112,6 +1071,7 @@ CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i]
         ),
     ),
     batch=_batch_cross_entropy,
+    batched_params=("targets",),
     rule="d loss/d logits = (softmax − one-hot) / N",
     domain=EVERYWHERE,
 )

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import graph
 from . import primitives as P
-from .kinds import Node, Traced, constant, is_tracer
+from .kinds import BatchedArray, Node, Traced, constant, data_of, is_tracer
 from .methods import ArrayMethods
 
 
@@ -184,10 +184,6 @@ class Tensor(Node, ArrayMethods):
 _DATA = attrgetter("data")
 
 
-def _data_of(x):
-    return x.data if isinstance(x, Tensor) else x
-
-
 def _constant(x, like: Tensor, fn) -> Tensor:
     """A non-Tensor operand as a constant Tensor (Python numbers take ``like``'s dtype)."""
     if isinstance(x, bool | numbers.Number):
@@ -250,11 +246,15 @@ def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
     logits = logits if isinstance(logits, Traced) else Tensor(logits)
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy: logits must have shape (N, C), got {logits.shape}")
-    if is_tracer(targets):  # vmap: labels that differ from example to example
-        from .batching import cross_entropy_per_example
-
-        return cross_entropy_per_example(logits, targets)
-    targets = np.asarray(_data_of(targets))
+    if isinstance(targets, BatchedArray):  # vmap: labels that differ from example to example
+        if targets.shape != (logits.shape[0],):
+            raise ValueError(
+                f"cross_entropy: targets must be {logits.shape[0]} integer class indices per "
+                f"example, got shape {targets.shape}"
+            )
+        batch: Any = type(targets)._apply(P.CROSS_ENTROPY, logits, targets=targets)
+        return batch  # (its batching rule computed it)
+    targets = np.asarray(data_of(targets))
     if targets.shape != (logits.shape[0],) or targets.dtype.kind not in "iu":
         raise ValueError(
             f"cross_entropy: targets must be {logits.shape[0]} integer class indices, got "

@@ -32,8 +32,8 @@ each op sets (``add``, ``mul``,     parameters); the primitive's ``vjp`` rules
                                     which holds it, a reference cycle per node left
                                     for the garbage collector
 ``a + b``, ``a * b``, ``x.tanh()``  ``Value.__add__``, ``__mul__`` (this file), and
-…                                   ``x.tanh()`` … made from the primitive table
-                                    (``methods.py``)
+…                                   ``x.tanh()`` … (``methods.py``: one line each,
+                                    applying the op's entry)
 ``topological_order`` /             :func:`autodiff_lab.graph.topological_order`
 micrograd's ``build_topo``          (``graph.py``; iterative, deterministic)
 the loop in ``backward()`` that     :func:`autodiff_lab.graph.backpropagate`

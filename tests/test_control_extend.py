@@ -374,7 +374,7 @@ def test_custom_jvp_tangent_shape_error():
 def test_top_level_exports():
     for name in ("custom_vjp", "custom_jvp", "define_primitive", "stop_gradient", "checkpoint"):
         assert getattr(adl, name) is getattr(adl.extend, name)
-    assert adl.graph_memory is adl.graph.graph_memory
+    assert adl.graph_memory is adl.memory.graph_memory
 
 
 def test_custom_and_checkpoint_nodes_are_drawn_and_stepped():

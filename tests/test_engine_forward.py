@@ -370,3 +370,47 @@ def test_transforms_of_a_function_that_ignores_its_input():
     assert (da, db) == (2.0, 0.0)
     np.testing.assert_array_equal(jacrev(lambda x: np.ones(3))(np.ones(2)), np.zeros((3, 2)))
     np.testing.assert_array_equal(jacfwd(lambda x: np.ones(3))(np.ones(2)), np.zeros((3, 2)))
+
+
+# --- the elementwise functions and methods are written out (not generated) -------------------
+
+CLOSED_FORMS = {  # name: f at a point by its formula (math module), for a float
+    "exp": math.exp,
+    "log": math.log,
+    "log1p": math.log1p,
+    "tanh": math.tanh,
+    "sigmoid": lambda x: 1 / (1 + math.exp(-x)),
+    "softplus": lambda x: math.log(1 + math.exp(x)),
+    "relu": lambda x: max(x, 0.0),
+    "sin": math.sin,
+    "cos": math.cos,
+    "sqrt": math.sqrt,
+    "abs": lambda x: -x if x < 0 else x,
+}
+
+
+def test_every_elementwise_entry_has_a_function_and_a_method():
+    """``ops.<name>`` and ``x.<name>()`` exist for every elementwise entry, defined in
+    ops.py and methods.py (where an editor and mypy find them), and compute the formula."""
+    import inspect
+
+    from autodiff_lab import methods, ops
+    from autodiff_lab.primitives import ELEMENTWISE
+
+    assert sorted(p.name for p in ELEMENTWISE) == sorted(CLOSED_FORMS)
+    for prim in ELEMENTWISE:
+        fn = getattr(ops, prim.name)
+        method = getattr(methods.FunctionMethods, prim.name)
+        assert inspect.getmodule(fn) is ops and fn.__name__ == prim.name
+        assert inspect.getmodule(method) is methods and method.__name__ == prim.name
+        x = 0.7
+        want = CLOSED_FORMS[prim.name](x)
+        assert ops.__dict__[prim.name](x) == pytest.approx(want, rel=1e-15)
+        v = getattr(Value(x), prim.name)()
+        assert v.data == pytest.approx(want, rel=1e-15) and v._fn is prim
+        t = getattr(Tensor(np.array([x]), requires_grad=True), prim.name)()
+        np.testing.assert_allclose(t.data, [want], rtol=1e-15)
+        assert t._fn is prim
+        d = getattr(Dual(x, 1.0), prim.name)()
+        assert d.primal == pytest.approx(want, rel=1e-15)
+    assert abs(Value(-2.0)).data == 2.0

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import copy
 import os
-import zlib
 from typing import Any
 
 import numpy as np
 
+from ..progress import record as record_progress
 from .plaindata import PlainDataError, to_plain
 from .scoring import (
     CRASH,
@@ -36,13 +36,13 @@ from .scoring import (
     judge_exercise,
     short_error,
 )
+from .spec import case_seed
 
 __all__ = ["check", "CheckResult", "run_answer", "case_seed"]
 
 GRADING_ENV = "AUTODIFF_LAB_GRADING"
 #: Set by the first cell of an exported nbgrader/Otter notebook: no solution sketches there.
 ASSIGNMENT_ENV = "AUTODIFF_LAB_ASSIGNMENT"
-DEFAULT_SEED = 20240601
 
 _assignment = False  # set by an exported assignment's check cell: no solution sketches
 _attempts: dict[str, int] = {}  # exercise id -> checks run in this kernel (hint tiers)
@@ -73,12 +73,6 @@ class CheckResult(ExerciseResult):
             f"<CheckResult exercise {self.exercise_id}: {self.status}, "
             f"{self.score:g}/{self.max_score:g} points>"
         )
-
-
-def case_seed(exercise_id: str, seed: int | None = None) -> int:
-    """The seed for an exercise's cases: fixed per exercise unless ``seed`` is given."""
-    base = DEFAULT_SEED if seed is None else int(seed)
-    return (base + zlib.crc32(str(exercise_id).encode())) % 2**32
 
 
 def run_answer(run, answer_name: str, answer: Any, inputs: tuple) -> Outcome:
@@ -156,9 +150,7 @@ def check(
     if refused:
         result.note = "reveal=True is switched off in a graded assignment"
     if record:
-        from ..progress import record as record_progress  # kept on this computer only
-
-        record_progress(result)
+        record_progress(result)  # kept on this computer only
     return _show(result) if show else result
 
 

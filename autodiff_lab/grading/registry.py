@@ -13,13 +13,13 @@ from its own folder, which is added to the end of ``sys.path``.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import pkgutil
 import sys
 import threading
 from pathlib import Path
 
+from .importing import import_file
 from .spec import Exercise
 
 ENV_EXTRA_MODULES = "AUTODIFF_LAB_EXERCISE_MODULES"
@@ -60,12 +60,7 @@ def _load_module(name_or_path: str) -> list[Exercise]:
         mod_name = f"_autodiff_lab_extra_{abs(hash(str(path.resolve())))}"
         if str(path.resolve().parent) not in sys.path:
             sys.path.append(str(path.resolve().parent))  # its runners module, beside it
-        spec = importlib.util.spec_from_file_location(mod_name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"exercise module {name_or_path!r} cannot be imported")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[mod_name] = module
-        spec.loader.exec_module(module)
+        module = import_file(mod_name, path, f"exercise module {name_or_path!r}")
     else:
         module = importlib.import_module(name_or_path)
     exercises = getattr(module, "EXERCISES", None)
@@ -75,11 +70,6 @@ def _load_module(name_or_path: str) -> list[Exercise]:
         register(exercise)
     _loaded_modules[name_or_path] = list(exercises)
     return list(exercises)
-
-
-def extra_modules() -> list[str]:
-    """The extra modules loaded so far (the grader hands these to the student's process)."""
-    return [m for m in _loaded_modules if not m.startswith(f"{__package__}.exercises.")]
 
 
 def _load_course() -> None:

@@ -14,6 +14,7 @@ verdict, only the answers it hands back.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,3 +195,12 @@ class Exercise:
     def stub_message(self) -> str:
         """The message the generated stub raises: ``Exercise 3.2: <task>``."""
         return f"Exercise {self.id}: {self.task}"
+
+
+DEFAULT_SEED = 20240601
+
+
+def case_seed(exercise_id: str, seed: int | None = None) -> int:
+    """The seed for an exercise's cases: fixed per exercise unless ``seed`` is given."""
+    base = DEFAULT_SEED if seed is None else int(seed)
+    return (base + zlib.crc32(str(exercise_id).encode())) % 2**32

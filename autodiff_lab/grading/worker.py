@@ -22,12 +22,13 @@ standard library, so a student's ``random.py`` or ``resource.py`` shadows nothin
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
 import resource
 import signal
 import sys
+
+from .importing import import_file
 
 # Bound before any student code runs, so monkeypatching these cannot garble the channel.
 _write = os.write
@@ -156,12 +157,7 @@ def load_runner(spec: dict):
     """The exercise's ``run`` function: ``{"module": name, "file": path or None, "name": …}``."""
     name, file = str(spec["module"]), spec.get("file")
     if file and not name.startswith("autodiff_lab."):
-        module_spec = importlib.util.spec_from_file_location(name, file)
-        if module_spec is None or module_spec.loader is None:
-            raise ImportError(f"cannot import the runners module {name!r}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
-        module_spec.loader.exec_module(module)
+        module = import_file(name, file, f"the runners module {name!r}")
     else:
         module = importlib.import_module(name)
     return getattr(module, str(spec["name"]))
@@ -210,7 +206,6 @@ def run(request: dict, events: Events) -> None:
             events.emit(event="answer_missing", id=exercise_id)
             continue
         for index, encoded in enumerate(item["cases"]):
-            events.emit(event="case_start", id=exercise_id, index=index)
             try:
                 outcome = run_answer(runners[exercise_id], answer_name, answer, from_plain(encoded))
             except BaseException as exc:  # KeyboardInterrupt raised by student code, say

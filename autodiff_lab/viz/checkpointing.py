@@ -36,7 +36,6 @@ from __future__ import annotations
 import gc
 import html
 import math
-import time
 import tracemalloc
 from collections.abc import Sequence
 
@@ -46,7 +45,7 @@ import numpy as np
 from ..extend import checkpoint
 from ..ops import tanh
 from ..tensor import Tensor
-from .explorers import Picture, figure_png
+from .explorers import Picture, best_time, figure_png
 from .render import render_svg, static_fallback, svg_img_tag, widget_view_bundle
 
 #: Okabe–Ito colours: kept values (blue), recomputed steps (vermillion/orange).
@@ -102,16 +101,6 @@ def peak_bytes(fn) -> int:
     finally:
         tracemalloc.stop()
         gc.unfreeze()
-
-
-def best_seconds(fn, repeats: int) -> float:
-    """The fastest of ``repeats`` runs of ``fn()``, in seconds."""
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def describe(n: int, segments: int) -> tuple[str, str]:
@@ -303,7 +292,7 @@ class CheckpointExplorer(widgets.VBox):
         once()  # warm up (first allocations, caches) before measuring
         result = {
             "peak_bytes": peak_bytes(once),
-            "seconds": best_seconds(once, self.repeats),
+            "seconds": best_time(once, self.repeats),
             "recomputed": self.n - lengths[-1],
             "kept": len(lengths) + lengths[-1],
         }
