@@ -398,16 +398,23 @@ class _SwitchedOff:
         raise ImportError(rule(self.exercise_id, banned), name=name)
 
 
-def _install_guard(exercise_id: str, places: tuple[str, ...]) -> None:
+def _install_guard(exercise_id: str, modules: tuple[str, ...], places: tuple[str, ...]) -> None:
     """The audit hook of the module docstring (point 2). Every name it uses is bound as a
     default argument, so patching ``os``, ``builtins`` or its module changes nothing."""
-    prefix = rule(exercise_id, "the library")
+    prefix = f"exercise {exercise_id} must be your own code"
+    names = tuple(n for n in modules)
+    dotted = tuple(n + "." for n in modules)
 
     def hook(
         event, args, _places=places, _prefix=prefix, _str=str, _bytes=bytes, _int=int,
         _type=type, _fspath=os.fspath, _getcwd=os.getcwd, _error=PermissionError,
+        _names=names, _dotted=dotted,
     ):  # fmt: skip
-        if event == "open":
+        if event == "import":  # whatever became of the finder
+            name = args[0]
+            if _type(name) is _str and (name in _names or name.startswith(_dotted)):
+                raise ImportError(f"{_prefix}: importing {name} is switched off here")
+        elif event == "open":
             path = args[0]
             if _type(path) is _int:
                 return
@@ -461,10 +468,11 @@ def _child_main(events_fd: int) -> None:
     private["runners"].__path__ = []
     finder = _SwitchedOff(exercise_id, names, places)
     sys.meta_path.insert(0, finder)
-    for cached in ("_posixsubprocess", "subprocess", "multiprocessing", "_multiprocessing"):
+    spawners = ("_posixsubprocess", "subprocess", "multiprocessing", "_multiprocessing")
+    for cached in spawners:  # (how a program could be started without an audited call)
         sys.modules.pop(cached, None)
-    finder.names = (*names, "_posixsubprocess", "_multiprocessing")
-    _install_guard(exercise_id, places)
+    finder.names = (*names, *spawners)
+    _install_guard(exercise_id, finder.names, places)
 
     sys.stdout = worker.BoundedOutput(1)
     sys.stderr = worker.BoundedOutput(2)
