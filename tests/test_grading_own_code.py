@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from grading_testkit import grade_folder, write_notebook
+from grading_testkit import bubblewrap_or_skip, grade_folder, write_notebook
 
 from autodiff_lab.grading import registry
 from autodiff_lab.grading.own_code import chosen_statements, switched_off
@@ -225,3 +225,26 @@ def test_only_the_statements_the_answer_needs_are_chosen():
     # numpy's import (statement 0 of cell 0), helper, the class and the attribute set; not
     # Value's import, x = Value(2.0) (a local x in tanh is not the global), nor check.
     assert chosen == {(0, 0), (2, 0), (3, 0), (4, 0)}
+
+
+def test_in_the_sandbox_too(tmp_path):
+    """Under bubblewrap the package's files are there (the worker runs them): reading them
+    is refused all the same, and a helper module beside the notebook is still found."""
+    bubblewrap_or_skip()
+    subs = tmp_path / "subs"
+    write_notebook(subs / "disk" / "answer.ipynb", ["import numpy as np", *ATTACKS_36["fromdisk"]])
+    folder = subs / "helper"
+    (folder / "myengine.py").parent.mkdir(parents=True)
+    nb = json.loads((ROOT / "solutions" / "03_micrograd.ipynb").read_text(encoding="utf-8"))
+    (source,) = [
+        "".join(c["source"]) for c in nb["cells"] if "class MyValue" in "".join(c["source"])
+    ]
+    (folder / "myengine.py").write_text("import math\nimport numpy as np\n" + source)
+    write_notebook(folder / "answer.ipynb", ["from myengine import MyValue", "# Exercise 3.6"])
+    result = grade_folder(subs, tmp_path, "notes", sandbox="bubblewrap")
+    rows = {(r["student"], r["exercise"]): r for r in result["rows"]}
+    disk = rows[("disk", "3.6")]
+    assert disk["sandbox"] == "bubblewrap"
+    assert float(disk["points"]) == 0.0 and "reading" in disk["feedback"], disk["feedback"]
+    helper = rows[("helper", "3.6")]
+    assert float(helper["points"]) == float(helper["max_points"]) > 0, helper["feedback"]

@@ -458,6 +458,7 @@ def _child_main(events_fd: int) -> None:
     worker = private["worker"]
     events = worker.Events(events_fd)
     run = _load_runner(request["run"], grading)
+    sys.path.append(os.getcwd())  # the notebook's helper modules, as in the worker
     names = tuple(str(m) for m in request["switched_off"])
     places = _locations(list(names))
     for module in list(sys.modules):  # nothing switched off may be loaded already
