@@ -13,6 +13,7 @@ import json
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 from grading_testkit import bubblewrap_or_skip, grade_folder, write_notebook
 
@@ -248,3 +249,35 @@ def test_in_the_sandbox_too(tmp_path):
     assert float(disk["points"]) == 0.0 and "reading" in disk["feedback"], disk["feedback"]
     helper = rows[("helper", "3.6")]
     assert float(helper["points"]) == float(helper["max_points"]) > 0, helper["feedback"]
+
+
+def test_the_practice_check_in_a_kernel_uses_the_same_child(tmp_path):
+    """``check`` in a real kernel: the answer's cells (IPython's ``In``) rerun where the
+    library is switched off. The library's Value subclassed scores 0 with the rule; the
+    solution's class, defined further down, gets full marks (the earlier attempt is not
+    rerun); the library's own class handed to check is judged in-process (name differs)."""
+    from nbclient import NotebookClient
+
+    nb = json.loads((ROOT / "solutions" / "03_micrograd.ipynb").read_text(encoding="utf-8"))
+    (own,) = ["".join(c["source"]) for c in nb["cells"] if "class MyValue" in "".join(c["source"])]
+    show = (
+        "r = check('3.6', {}, show=False, record=False)\nprint(r.score, r.max_score, r.to_text())"
+    )
+    path = write_notebook(
+        tmp_path / "kernel.ipynb",
+        [
+            "from autodiff_lab.grading import check\nfrom autodiff_lab import Value",
+            "class MyValue(Value):\n    pass",
+            show.format("MyValue"),
+            "import math\nimport numpy as np\n" + own,
+            show.format("MyValue"),
+            show.format("Value"),
+        ],
+    )
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    printed = ["".join(o.get("text", "") for o in cell.outputs) for cell in notebook.cells]
+    assert printed[2].startswith("0.0 15.0"), printed[2]
+    assert "exercise 3.6 must be your own code: importing autodiff_lab" in printed[2]
+    assert printed[4].startswith("15.0 15.0"), printed[4]
+    assert printed[5].startswith("0.0 15.0") and "switched off" not in printed[5], printed[5]

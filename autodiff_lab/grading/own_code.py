@@ -55,8 +55,12 @@ known to the child and could be read; with the sandbox only the package the work
 there. A grader running as root does not change what the child may import or open, but
 code that defeats CPython's own audit hooks (a native library loaded some way the hook does
 not see) is outside what an in-process guard can promise. The practice ``check(...)`` in a
-student's kernel does not use this mechanism: it runs the answer in the kernel, where the
-library is loaded; only the batch grader (``autodiff-lab grade``) guarantees the above.
+student's kernel uses the same child when it can (:func:`outcomes_in_child`: the kernel's
+``In`` history gives the cells, and ``check`` was handed the object the notebook's answer
+name holds); otherwise — outside IPython, or an answer made some way its cells do not
+show — it runs the answer in the kernel, where the library is loaded, and only the
+runners' object checks stand in the way. The batch grader (``autodiff-lab grade``) is
+what guarantees the above.
 """
 
 from __future__ import annotations
@@ -149,10 +153,24 @@ def _names(statement: ast.stmt, source: str) -> tuple[set[str], set[str]]:
     return binds, uses
 
 
+def _rebinds(statement: ast.stmt) -> set[str]:
+    """Names a top-level statement binds afresh, whatever they held before: a ``def``, a
+    ``class``, an ``import``, ``name = ...`` (not inside ``if``/``try``/loops)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names if a.name != "*"}
+    if isinstance(statement, ast.Assign):  # ``MyValue = patched(MyValue)`` builds on it
+        read = {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
+        return {t.id for t in statement.targets if isinstance(t, ast.Name)} - read
+    return set()
+
+
 def chosen_statements(cells: list[str], answer: str) -> list[list]:
     """``[[cell index, Python source, [statement numbers]], ...]``: the top-level statements
-    the answer needs, in notebook order (see the module docstring). Cells that do not parse
-    are left out (they define nothing)."""
+    the answer needs, in notebook order (see the module docstring). For each name, only the
+    statements from the last one that binds it afresh on count (an earlier attempt at the
+    class, redefined further down, is not run). Cells that do not parse are left out."""
     found = []
     for index, cell in enumerate(cells):
         source = _python_source(cell)
@@ -162,19 +180,23 @@ def chosen_statements(cells: list[str], answer: str) -> list[list]:
             continue
         for number, statement in enumerate(tree.body):
             binds, uses = _names(statement, source)
-            found.append((index, source, number, binds, uses))
+            found.append((index, source, number, binds, uses, _rebinds(statement)))
+    last: dict[str, int] = {}  # name -> the last statement that binds it afresh
+    for k, entry in enumerate(found):
+        last.update(dict.fromkeys(entry[5], k))
     needed, chosen = {answer}, set()
     changed = True
     while changed:
         changed = False
-        for k, (_i, _s, _n, binds, uses) in enumerate(found):
-            if k not in chosen and binds & needed:
+        for k, (_i, _s, _n, binds, uses, _r) in enumerate(found):
+            live = {name for name in binds & needed if k >= last.get(name, 0)}
+            if k not in chosen and live:
                 chosen.add(k)
                 needed |= uses
                 changed = True
     result: list[list] = []
     for k in sorted(chosen):
-        index, source, number, _b, _u = found[k]
+        index, source, number, _b, _u, _r = found[k]
         if result and result[-1][0] == index:
             result[-1][2].append(number)
         else:
@@ -182,11 +204,15 @@ def chosen_statements(cells: list[str], answer: str) -> list[list]:
     return result
 
 
-def run_in_child(item: dict, cells: list[str], request: dict, events) -> None:
+def run_in_child(
+    item: dict, cells: list[str], request: dict, events, flags: tuple[str, ...] = ("-P", "-s")
+) -> None:
     """Grade one own-code exercise in a fresh child and pass its events on (the worker).
 
     ``item``: the request's exercise (``id``, ``answer``, ``run``, ``cases``, ``own_code``
-    = the switched-off modules); ``events``: the worker's channel to the grader.
+    = the switched-off modules); ``events``: the worker's channel to the grader (anything
+    with ``emit(**event)``); ``flags``: the child interpreter's (a student's kernel keeps
+    the user's site-packages: :func:`outcomes_in_child`).
     """
     import subprocess
 
@@ -204,7 +230,7 @@ def run_in_child(item: dict, cells: list[str], request: dict, events) -> None:
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-P", "-s", os.path.abspath(__file__), str(write_fd)],
+            [sys.executable, *flags, os.path.abspath(__file__), str(write_fd)],
             stdin=subprocess.PIPE, pass_fds=(write_fd,), close_fds=True,
         )  # fmt: skip
     finally:
@@ -234,6 +260,39 @@ def run_in_child(item: dict, cells: list[str], request: dict, events) -> None:
                     event="case", id=item["id"], index=index, kind="crashed", value=None,
                     message=f"the process computing this exercise {what}",
                 )  # fmt: skip
+
+
+def outcomes_in_child(
+    exercise, cases: list, cells: list[str], timeout: float = 60.0
+) -> list | None:
+    """The practice ``check``'s outcomes for an own-code exercise in a student's kernel:
+    ``cells`` (the kernel's ``In``, in the order they ran) chosen and run in a child where
+    the library is switched off, as the batch grader does; None when the child found no
+    answer of that name (it was made some way the cells do not show: check it in-process).
+    """
+    from .isolation import _decode_outcome, runner_spec
+    from .plaindata import to_plain
+
+    class Collect:
+        def __init__(self) -> None:
+            self.events: list[dict] = []
+
+        def emit(self, **event) -> None:
+            self.events.append(event)
+
+    item = {
+        "id": exercise.id, "answer": exercise.answer, "run": runner_spec(exercise),
+        "cases": [to_plain(c.inputs) for c in cases], "own_code": switched_off(exercise),
+    }  # fmt: skip
+    collect = Collect()
+    run_in_child(item, cells, {"timeout": timeout, "memory_mb": None}, collect, flags=("-P",))
+    if any(e["event"] == "answer_missing" for e in collect.events):
+        return None
+    outcomes: list = [None] * len(cases)
+    for event in collect.events:
+        if event["event"] == "case" and outcomes[event["index"]] is None:
+            outcomes[event["index"]] = _decode_outcome(event)
+    return outcomes
 
 
 def _relay(event, exercise_id: str, count: int, seen: set, events) -> None:
@@ -523,7 +582,7 @@ def _child_main(events_fd: int) -> None:
                     run, request["answer"], answer, plaindata.from_plain(encoded)
                 )
             kind, value, message = str(outcome.kind), None, outcome.message
-            if outcome.kind == scoring.CRASH:
+            if outcome.kind == scoring.CRASH and request["memory_mb"]:
                 message = f"ran out of memory (the limit is {request['memory_mb']:g} MB)"
             elif outcome.kind == scoring.VALUE:
                 value = plaindata.to_plain(outcome.value)
