@@ -136,8 +136,16 @@ class BackwardRules:
 """
 
 
+ATTACK_64 = """
+import autodiff_lab
+
+def derivative(f, x):
+    return autodiff_lab.functional.jvp(f, (x,), (1.0,))[1]
+"""
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def class_graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("owncode")
     subs = root / "subs"
     for name, cells in ATTACKS_36.items():
@@ -145,7 +153,8 @@ def graded(tmp_path_factory):
     write_notebook(subs / "a25" / "answer.ipynb", [ATTACK_25])
     write_notebook(subs / "a56" / "answer.ipynb", [ATTACK_56])
     write_notebook(subs / "a46" / "answer.ipynb", [ATTACK_46])
-    for chapter in ("02_reverse_mode", "03_micrograd", "04_tensors", "05_training"):
+    write_notebook(subs / "a64" / "answer.ipynb", [ATTACK_64])
+    for chapter in ("02_reverse_mode", "03_micrograd", "04_tensors", "05_training", "06_beyond"):
         (subs / "solutions").mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / "solutions" / f"{chapter}.ipynb", subs / "solutions")
     # The chapter-03 solution (3.1-3.5 use the library's Value) plus a cell that makes
@@ -157,7 +166,12 @@ def graded(tmp_path_factory):
     result = grade_folder(subs, root, "notes")
     assert result["rc"] == 0, result["err"]
     rows = {(r["student"], r["exercise"]): r for r in result["rows"]}
-    return rows
+    return rows, result["subs"]
+
+
+@pytest.fixture(scope="module")
+def graded(class_graded):
+    return class_graded[0]
 
 
 def _points(row) -> tuple[float, float]:
@@ -181,7 +195,7 @@ def test_reading_the_library_from_disk_is_refused(graded):
 @pytest.mark.parametrize(
     ("student", "exercise", "module"),
     [("a25", "2.5", "autodiff_lab.functional"), ("a56", "5.6", "autodiff_lab.nn"),
-     ("a46", "4.6", "autodiff_lab")],
+     ("a46", "4.6", "autodiff_lab"), ("a64", "6.4", "autodiff_lab.functional")],
 )  # fmt: skip
 def test_other_capstones_refuse_the_library(graded, student, exercise, module):
     row = graded[(student, exercise)]
@@ -190,9 +204,17 @@ def test_other_capstones_refuse_the_library(graded, student, exercise, module):
 
 
 def test_the_solutions_keep_full_marks(graded):
-    for exercise in ("2.5", "3.6", "4.6", "4.7", "5.6"):
+    for exercise in ("2.5", "3.6", "4.6", "4.7", "5.6", "6.4"):
         got, most = _points(graded[("solutions", exercise)])
         assert got == most > 0, (exercise, graded[("solutions", exercise)]["feedback"])
+
+
+def test_the_refusal_is_also_a_note_at_the_top_of_the_report(class_graded):
+    _rows, subs = class_graded
+    notes = subs["a36_toplevel"][1]
+    assert "exercise 3.6 must be your own code: importing autodiff_lab is switched off" in notes
+    assert "(code cell 2); it scores nothing" in notes
+    assert "must be your own code" not in subs["solutions"][1]
 
 
 def test_other_exercises_of_the_notebook_keep_their_points(graded):
@@ -204,7 +226,7 @@ def test_other_exercises_of_the_notebook_keep_their_points(graded):
 
 def test_own_code_is_declared_on_every_capstone_built_by_the_student():
     marked = sorted(e.id for e in registry.all_exercises() if e.own_code)
-    assert marked == ["2.5", "3.6", "4.6", "4.7", "5.6"]
+    assert marked == ["2.5", "3.6", "4.6", "4.7", "5.6", "6.4"]
     engine = switched_off(registry.get("2.5"))
     assert engine is not None and "autodiff_lab.functional" in engine
     assert "autodiff_lab" not in engine and "torch" in engine

@@ -109,6 +109,13 @@ def run_isolated(
         if group:
             _run_group(group, plan, progress, settings, by_id, own, scratch_source, keep, hide,
                        deadline, stop)  # fmt: skip
+    for i in own:  # a refused import is said once, at the top of the report, too
+        first = progress.outcomes[i][0] if progress.outcomes[i] else None
+        record = first.value if first is not None and first.kind == VALUE else None
+        if isinstance(record, dict) and record.get("error") == "LibraryCode":
+            message = str(record.get("message", ""))
+            if message.startswith(f"exercise {i} must be your own code"):
+                progress.note(_scrub(message)[:300] + "; it scores nothing")
     return progress
 
 

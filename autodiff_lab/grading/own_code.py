@@ -1,6 +1,6 @@
 """Own-code exercises: the answer is computed where the library cannot be imported or read.
 
-A build-it-yourself capstone (``Exercise(own_code=True)``: 2.5, 3.6, 4.6, 4.7, 5.6) is not
+A build-it-yourself exercise (``Exercise(own_code=True)``: 2.5, 3.6, 4.6, 4.7, 5.6, 6.4) is not
 graded from the notebook's process. The grader runs it in a worker of its own
 (``{"own_code": True}`` in the request, :mod:`.isolation`) that runs no student code
 itself: per exercise, it starts a fresh child interpreter (this file, run as a script with
@@ -27,7 +27,8 @@ Before any student statement runs, the child installs
 Switched off: ``autodiff_lab`` whole (engine, ``nn``, ``optim``, ``functional``, the grading
 catalogs), ``torch``, ``functorch``, ``jax``, ``autograd``, ``micrograd``, ``tinygrad``,
 ``tensorflow``, ``keras``, ``sklearn``. An exercise that *builds on* the engine
-(``builds_on_engine=True``: 2.5 records ``f`` on the library's ``Tensor``) keeps
+(``builds_on_engine=True``: 2.5 records ``f`` on the library's ``Tensor``, 5.6 trains
+with it, 6.4 tags its ``Dual``) keeps
 ``autodiff_lab``'s engine importable and loses its transforms and ready-made parts
 (``functional``, ``batching``, ``linear``, ``tangents``, ``nn``, ``optim``, ``training``,
 ``grading``).
@@ -416,22 +417,27 @@ class _SwitchedOff:
                 return banned
         return None
 
-    def _guard_attributes(self, spec, name: str) -> None:
+    def guard_attributes(self, module) -> None:
         """A package some of whose modules are switched off (``autodiff_lab`` for 2.5):
         reading one as an attribute (``autodiff_lab.functional``) says the rule too."""
-        loader, exercise_id = spec.loader, self.exercise_id
+        name, exercise_id = module.__name__, self.exercise_id
         off = {n[len(name) + 1 :].split(".")[0] for n in self.names if n.startswith(name + ".")}
+
+        def __getattr__(attr):
+            if attr in off:
+                raise AttributeError(rule(exercise_id, f"{name}.{attr}"))
+            raise AttributeError(f"module {name!r} has no attribute {attr!r}")
+
+        module.__getattr__ = __getattr__
+
+    def _guard_attributes(self, spec, name: str) -> None:
+        """:meth:`guard_attributes` of the package ``spec`` loads, once it has run."""
+        loader = spec.loader
         run = loader.exec_module
 
         def exec_module(module):
             run(module)
-
-            def __getattr__(attr):
-                if attr in off:
-                    raise AttributeError(rule(exercise_id, f"{name}.{attr}"))
-                raise AttributeError(f"module {name!r} has no attribute {attr!r}")
-
-            module.__getattr__ = __getattr__
+            self.guard_attributes(module)
 
         loader.exec_module = exec_module
 
@@ -528,6 +534,8 @@ def _child_main(events_fd: int) -> None:
     private["runners"].__path__ = []
     finder = _SwitchedOff(exercise_id, names, places)
     sys.meta_path.insert(0, finder)
+    for parent in {n.rpartition(".")[0] for n in names} & set(sys.modules):
+        finder.guard_attributes(sys.modules[parent])  # loaded by the runner (6.4's ops)
     spawners = ("_posixsubprocess", "subprocess", "multiprocessing", "_multiprocessing")
     for cached in spawners:  # (how a program could be started without an audited call)
         sys.modules.pop(cached, None)
