@@ -80,6 +80,7 @@ READY_MADE = tuple(
     f"autodiff_lab.{m}"
     for m in ("functional", "batching", "linear", "tangents", "nn", "optim", "training", "grading")
 )
+MAX_LINE_BYTES = 16 * 2**20 + 2**10  # one event from the child: an answer at most (worker's)
 PRIVATE = "_own_code_grading"  # the name the child loads the grading modules under
 CHILD_MODULES = ("plaindata", "spec", "scoring", "checking", "worker", "runners", "runners.common")
 
@@ -242,16 +243,18 @@ def run_in_child(
         proc.stdin.close()
     except BrokenPipeError:
         pass
-    count, buffer = len(item["cases"]), b""
+    count, limit = len(item["cases"]), MAX_LINE_BYTES
     seen: set = set()
     with os.fdopen(read_fd, "rb") as results:
-        for raw in results:
-            buffer = raw
+        while line := results.readline(limit + 1):
+            if len(line) > limit:  # an endless line: read no more of this child
+                break
             try:
-                event = json.loads(buffer)
+                event = json.loads(line)
             except ValueError:
                 continue
             _relay(event, item["id"], count, seen, events)
+    proc.kill()  # (it has said all it will; it may still be writing)
     proc.wait()
     if "answer_missing" not in seen and len(seen) < count:
         what = f"exited with code {proc.returncode}" if proc.returncode else "stopped"

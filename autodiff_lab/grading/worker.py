@@ -179,13 +179,21 @@ def run(request: dict, events: Events) -> None:
     sys.argv = [""]  # as in a kernel; the grader's file names are none of the notebook's business
     if request.get("own_code"):
         from .own_code import run_in_child
+        from .scoring import CRASH
 
         skip = set(request.get("skip_cells", []))
         cells = ["" if k in skip else c for k, c in enumerate(request["cells"])]
         events.emit(event="ready")
         for item in request["exercises"]:
             events.emit(event="exercise", id=item["id"])
-            run_in_child(item, cells, request, events)
+            try:
+                run_in_child(item, cells, request, events)
+            except OSError as exc:  # no child could be started (out of tasks, say)
+                for index in range(len(item["cases"])):
+                    events.emit(
+                        event="case", id=item["id"], index=index, kind=str(CRASH), value=None,
+                        message=f"the process for this exercise could not start: {exc}"[:300],
+                    )  # fmt: skip
             events.emit(event="exercise_done", id=item["id"])
         events.emit(event="finished")
         return
