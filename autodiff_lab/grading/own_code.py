@@ -257,7 +257,7 @@ def run_in_child(
     proc.kill()  # (it has said all it will; it may still be writing)
     proc.wait()
     if "answer_missing" not in seen and len(seen) < count:
-        what = f"exited with code {proc.returncode}" if proc.returncode else "stopped"
+        what = f"exited with code {proc.returncode}" if proc.returncode else "sent no answer"
         for index in range(count):
             if index not in seen:
                 events.emit(
