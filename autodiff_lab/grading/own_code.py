@@ -28,8 +28,8 @@ Switched off: ``autodiff_lab`` whole (engine, ``nn``, ``optim``, ``functional``,
 catalogs), ``torch``, ``functorch``, ``jax``, ``autograd``, ``micrograd``, ``tinygrad``,
 ``tensorflow``, ``keras``, ``sklearn``. An exercise that *builds on* the engine
 (``builds_on_engine=True``: 2.5 records ``f`` on the library's ``Tensor``, 5.6 trains
-with it, 6.4 tags its ``Dual``) keeps
-``autodiff_lab``'s engine importable and loses its transforms and ready-made parts
+with it, 6.4 tags its ``Dual``) keeps ``autodiff_lab``'s engine importable and loses its
+transforms and ready-made parts
 (``functional``, ``batching``, ``linear``, ``tangents``, ``nn``, ``optim``, ``training``,
 ``grading``).
 
@@ -43,9 +43,9 @@ then ``autodiff_lab.functional.vjp``, ``importlib.import_module("autodiff_" + "l
 ``__import__``, a helper function, a library object kept in a dict, a class attribute, a
 file of the package opened and ``exec``-ed, ``torch``), the switched-off libraries are not
 in the process that computes the answer, cannot be imported there and their files cannot be
-read there, so the numbers the grader compares were computed by code in the notebook (and
-numpy, the standard library, and for 2.5 the engine). Nothing of the grader's references
-is in that process either.
+read there, so the numbers the grader compares were computed by code in the notebook or
+its folder's helper modules (with numpy, the standard library, and for 2.5, 5.6 and 6.4
+the engine). Nothing of the grader's references is in that process either.
 
 What it does not guarantee: that the code in the notebook is the student's *own* — code
 copied into a cell (the chapter's engine pasted and renamed, a solution from a classmate)
