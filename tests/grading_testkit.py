@@ -70,10 +70,11 @@ def bubblewrap_or_skip():
         pytest.skip(str(exc))
 
 
-def grade_folder(subs: Path, root: Path, column: str) -> dict:
-    """``autodiff-lab grade SUBS`` as a lecturer runs it (no sandbox, 2 workers, 10 s cells),
-    its exports written under ``root``: the exit code, the CSV rows, the summary, the paths,
-    what it printed, and each student's (status, notes, ``column``) from the gradebook."""
+def grade_folder(subs: Path, root: Path, column: str, sandbox: str = "none") -> dict:
+    """``autodiff-lab grade SUBS`` as a lecturer runs it (no sandbox unless ``sandbox``
+    names one, 2 workers, 10 s cells), its exports written under ``root``: the exit code,
+    the CSV rows, the summary, the paths, what it printed, and each student's (status,
+    notes, ``column``) from the gradebook."""
     paths = {k: root / v for k, v in
              [("db", "book.sqlite"), ("csv", "grades.csv"), ("summary", "totals.csv"),
               ("report", "reports")]}  # fmt: skip
@@ -82,7 +83,7 @@ def grade_folder(subs: Path, root: Path, column: str) -> dict:
         rc = run_cli(
             ["grade", str(subs), "--db", str(paths["db"]), "--out", str(paths["csv"]),
              "--summary", str(paths["summary"]), "--report", str(paths["report"]),
-             "-j", "2", "--timeout", "10", "--sandbox", "none", "--quiet",
+             "-j", "2", "--timeout", "10", "--sandbox", sandbox, "--quiet",
              "--exercises-module", EXERCISES_MODULE]
         )  # fmt: skip
     with open(paths["csv"], newline="", encoding="utf-8") as f:

@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from .own_code import switched_off
 from .plaindata import from_plain, to_plain
 from .results import Plan, Progress, Settings, Submission
 from .scoring import CRASH, ERROR, NOT_IMPLEMENTED, NOT_RUN, TIMEOUT, VALUE, Outcome
@@ -96,25 +97,58 @@ def run_isolated(
 ) -> Progress:
     """Run the notebook in workers until every exercise has answers or a reason why not."""
     progress = Progress({e.id: [None] * len(plan.cases[e.id]) for e in plan.exercises})
-    remaining = [e.id for e in plan.exercises]
     cells, exercises, cap = len(plan.cells), len(plan.exercises), settings.notebook_timeout
     limit = notebook_time_limit(settings.timeout, cells, exercises, cap)
     settings = dataclasses.replace(settings, notebook_timeout=limit)  # as the notes say it
     deadline = time.monotonic() + settings.notebook_timeout
+    # Own-code exercises go to a worker of their own that runs no student code itself
+    # (each answer in a child with the library switched off: grading/own_code.py).
+    by_id = {e.id: e for e in plan.exercises}
+    own = {e.id: switched_off(e) for e in plan.exercises if switched_off(e) is not None}
+    for group in ([e.id for e in plan.exercises if e.id not in own], list(own)):
+        if group:
+            _run_group(group, plan, progress, settings, by_id, own, scratch_source, keep, hide,
+                       deadline, stop)  # fmt: skip
+    for i in own:  # a refused import is said once, at the top of the report, too
+        first = progress.outcomes[i][0] if progress.outcomes[i] else None
+        record = first.value if first is not None and first.kind == VALUE else None
+        if isinstance(record, dict) and record.get("error") == "LibraryCode":
+            message = str(record.get("message", ""))
+            if message.startswith(f"exercise {i} must be your own code"):
+                progress.note(_scrub(message)[:300] + "; it scores nothing")
+    return progress
+
+
+def _run_group(
+    remaining: list[str],
+    plan: Plan,
+    progress: Progress,
+    settings: Settings,
+    by_id: dict[str, Exercise],
+    own: dict[str, list[str] | None],
+    scratch_source: Path,
+    keep: list[Path],
+    hide: list[Path],
+    deadline: float,
+    stop: threading.Event | None,
+) -> None:
+    """:func:`run_isolated` for one group of exercises: all ordinary or all own-code."""
     timeout = settings.timeout
     attempt = 0
+    label = "own" if remaining[0] in own else "run"
     while remaining:
         attempt += 1
-        by_id = {e.id: e for e in plan.exercises}
         request = {
             "cells": plan.cells,
             "skip_cells": sorted(progress.killed_cells),
+            "own_code": label == "own",
             "exercises": [
                 {
                     "id": i,
                     "answer": by_id[i].answer,
                     "run": runner_spec(by_id[i]),
                     "cases": [to_plain(c.inputs) for c in plan.cases[i]],
+                    "own_code": own.get(i),
                 }
                 for i in remaining
             ],
@@ -123,7 +157,7 @@ def run_isolated(
             "output_mb": OUTPUT_LIMIT_MB,
         }
         run = _run_worker_retrying(
-            request, scratch_source, f"run{attempt}", settings, keep, hide, deadline, stop
+            request, scratch_source, f"{label}{attempt}", settings, keep, hide, deadline, stop
         )
         done = _absorb(run.events, plan, progress, timeout)
         remaining = [i for i in remaining if i not in done]
@@ -133,7 +167,6 @@ def run_isolated(
             break
         if not _after_a_stopped_run(run, plan, progress, remaining, settings):
             break
-    return progress
 
 
 class InfrastructureFailure(RuntimeError):

@@ -110,14 +110,16 @@ def library_notes(facts: dict, exercises: list[Exercise]) -> list[str]:
     TensorFlow, autograd, micrograd: ``torch.tile(...).backward()`` for 4.1) is noted the
     same way. Names are followed through aliases (``import … as j``, ``F =
     autodiff_lab.functional``, ``j = jacfwd``: the note gives the function's real name)
-    and into the notebook's own functions the answer calls.
+    and into the notebook's own functions the answer calls. Own-code exercises get no
+    note: their answers are computed where the library cannot be imported
+    (:mod:`.own_code`), and their feedback names what was refused.
     """
     resolve = _chain_resolver(facts)
     functions = facts["functions"]
     notes = []
     for exercise in exercises:
-        if exercise.answer not in functions:
-            continue
+        if exercise.answer not in functions or exercise.own_code:
+            continue  # own-code: the library is switched off there, the feedback says so
         bodies, todo = set(), [exercise.answer]
         while todo:  # the answer and every notebook function it refers to, once each
             name = todo.pop()

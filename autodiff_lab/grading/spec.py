@@ -148,6 +148,12 @@ class Exercise:
     # describe(got, expected) -> what a failing case says, for answers whose repr tells a
     # student nothing (weight matrices, 300 labels); None: "got …, expected …".
     describe: Callable[[Any, Any], str] | None = field(default=None, kw_only=True)
+    # Build it yourself: the batch grader computes the answer in a child where the course
+    # library and other autodiff libraries cannot be imported or read (grading/own_code.py).
+    own_code: bool = field(default=False, kw_only=True)
+    # With own_code: the answer builds on the library's Value/Tensor engine, which stays
+    # importable there; its transforms and ready-made parts stay switched off (2.5).
+    builds_on_engine: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.parts, tuple) or not all(

@@ -164,10 +164,35 @@ def load_runner(spec: dict):
 
 
 def run(request: dict, events: Events) -> None:
-    """Run the cells, then every requested exercise's cases, reporting as we go."""
+    """Run the cells, then every requested exercise's cases, reporting as we go.
+
+    A request with ``"own_code": true`` (own-code exercises only) runs no student code in
+    this process: each exercise's answer is computed by a child where the library is
+    switched off (:mod:`autodiff_lab.grading.own_code`).
+    """
     sys.stdout = BoundedOutput(1)
     sys.stderr = BoundedOutput(2)
     sys.argv = [""]  # as in a kernel; the grader's file names are none of the notebook's business
+    if request.get("own_code"):
+        from .own_code import run_in_child
+        from .scoring import CRASH
+
+        skip = set(request.get("skip_cells", []))
+        cells = ["" if k in skip else c for k, c in enumerate(request["cells"])]
+        events.emit(event="ready")
+        for item in request["exercises"]:
+            events.emit(event="exercise", id=item["id"])
+            try:
+                run_in_child(item, cells, request, events)
+            except OSError as exc:  # no child could be started (out of tasks, say)
+                for index in range(len(item["cases"])):
+                    events.emit(
+                        event="case", id=item["id"], index=index, kind=str(CRASH), value=None,
+                        message=f"the process for this exercise could not start: {exc}"[:300],
+                    )  # fmt: skip
+            events.emit(event="exercise_done", id=item["id"])
+        events.emit(event="finished")
+        return
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 

@@ -122,6 +122,7 @@ REVERSE = Exercise(
     answer="ReverseMode",
     cases=_reverse_cases,
     run=reverse_run,
+    own_code=True, builds_on_engine=True,  # its Tensor engine only: grading/own_code.py
     reference=reverse_reference,
     compare=same_numbers,
     mistakes=(

@@ -522,6 +522,7 @@ MY_VALUE = Exercise(
     answer="MyValue",
     cases=_value_cases,
     run=value_run,
+    own_code=True,
     reference=value_reference,
     mistakes=(
         Mistake(

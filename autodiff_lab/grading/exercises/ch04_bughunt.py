@@ -148,6 +148,7 @@ BUG_HUNT = Exercise(
     answer="find_wrong_rules",
     cases=_cases,
     run=bug_hunt_run,
+    own_code=True,
     reference=planted,
     mistakes=(
         Mistake(

@@ -255,6 +255,7 @@ RULES = Exercise(
     answer="BackwardRules",
     cases=_rules_cases,
     run=rules_run,
+    own_code=True,
     reference=rules_reference,
     mistakes=(
         Mistake(

@@ -194,6 +194,7 @@ MOONS = Exercise(
     answer="train_mlp",
     cases=_moons_cases,
     run=train_run,
+    own_code=True, builds_on_engine=True,  # its Tensor engine only: grading/own_code.py
     reference=moons_reference,
     compare=judge,
     describe=describe,

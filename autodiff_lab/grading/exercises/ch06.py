@@ -362,6 +362,7 @@ TAGGED = Exercise(
     answer="derivative",
     cases=_tag_cases,
     run=_tag_run,
+    own_code=True, builds_on_engine=True,  # its Dual engine only: grading/own_code.py
     reference=_tag_reference,
     mistakes=(
         Mistake(

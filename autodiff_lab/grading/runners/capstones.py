@@ -11,6 +11,10 @@ the student: a class from a library (``autodiff_lab``, ``micrograd``, ``torch``,
 ``tinygrad``), one that subclasses such a class, borrows its methods or wraps its
 objects does not score on a build-it-yourself exercise. (This check runs in the
 student's process: it stops copying, not someone who rewrites the grader's runner.)
+It is the practice ``check`` in a student's kernel that needs it: there the library is
+loaded. The batch grader computes these capstones' answers where the library cannot be
+imported or read at all (``own_code=True``, :mod:`autodiff_lab.grading.own_code`), so
+there these checks find nothing; the guarantee is that one.
 
 Program instructions for :func:`value_run` (``i``, ``j`` index earlier instructions,
 ``c`` is a plain number)::
@@ -387,7 +391,7 @@ def function_from(program):
     ``("tanh", i)``, ``("sin", i)``, ``("exp", i)``, ``("sq", i)`` (``v * v``) too. The last
     node is f's output. Works on arrays, ``Tensor`` s and ``Dual`` s alike (it uses ``ops``).
     """
-    from ... import ops
+    from autodiff_lab import ops  # absolute: own_code.py loads this file outside the package
 
     def f(x):
         vals = [x]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import ops
+from autodiff_lab import ops  # absolute: own_code.py loads this file outside the package
+
+from .capstones import library_error, ready_made_parts
 from .common import as_array, number
 
 SCALAR_FUNCTIONS = {
@@ -136,8 +138,6 @@ TAGGING_LIBRARIES = ("autodiff_lab.functional", "torch", "jax", "functorch")
 def _tag_run(answer, inputs):
     """The nested problem's value with the student's ``derivative``; an answer that hands
     the work to a ready-made jvp (the chapter's one-liner) is a ``LibraryCode`` record."""
-    from .capstones import library_error, ready_made_parts
-
     used = ready_made_parts(answer, banned_modules=TAGGING_LIBRARIES)
     if used:
         return library_error(f"derivative uses {used}; tag the Dual yourself")
