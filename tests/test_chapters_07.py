@@ -83,7 +83,12 @@ def test_chapter_states_its_numbers_as_printed():
     ):
         assert row in out, row
     text = markdown_text(CHAPTER)
-    for claim in ("Three arrays per step", "a ten-thousandth", "a hundredfold", "About 125 minutes"):
+    for claim in (
+        "Three arrays per step",
+        "a ten-thousandth",
+        "a hundredfold",
+        "About 125 minutes",
+    ):
         assert claim in text, claim
 
 

@@ -229,6 +229,25 @@ def test_the_api_tour_runs_and_its_comments_are_true():
     assert names["W"].grad.shape == names["W"].shape
 
 
+def test_the_own_code_exercises_and_what_is_switched_off_are_as_the_guide_says():
+    """docs/exercises.md "What an answer may use": which exercises compute their answer with
+    the libraries switched off, and which libraries, as the specs and own_code.py say."""
+    from autodiff_lab.grading import own_code, registry
+
+    text = " ".join(guide("exercises").split())
+    own = [e for e in registry.course_exercises() if e.own_code]
+    ids = [e.id for e in own]
+    assert f"{', '.join(ids[:-1])} and {ids[-1]} (each marked `own_code` in its spec)" in text
+    whole = [e.id for e in own if not e.builds_on_engine]
+    on_engine = [e.id for e in own if e.builds_on_engine]
+    assert f"all of `autodiff_lab` for {', '.join(whole[:-1])} and {whole[-1]}" in text
+    ready = ", ".join(f"`{m.split('.')[-1]}`" for m in own_code.READY_MADE)
+    assert f"({ready}) for {', '.join(on_engine[:-1])} and {on_engine[-1]}," in text
+    named = {"tensorflow": "TensorFlow", "keras": "Keras", "sklearn": "scikit-learn"}
+    shown = [named.get(m, m) for m in own_code.FOREIGN if m not in ("functorch", "jaxlib")]
+    assert f"{', '.join(shown[:-1])} and {shown[-1]} for all of them" in text
+
+
 if __name__ == "__main__":
     write_picture()
     print(f"wrote {PICTURE.relative_to(ROOT)} from the widgets gallery's stored output")
