@@ -80,6 +80,13 @@ def test_highlight_marks_the_chosen_value():
     assert all(state == "normal" for name, state in states.items() if name != "c")
 
 
+def test_a_state_that_is_no_node_style_is_refused_with_the_styles_named():
+    a, b, c, d = small_graph()
+    view = drawing_module.GraphView(d)
+    with pytest.raises(ValueError, match=r"gave 'glowing' for .*one of normal, active, touched"):
+        view.dot(state=lambda node: "glowing")
+
+
 def test_title_large_font_and_no_grad():
     drawing = draw_graph(small_graph()[3], title="tanh of a sum", large=True, show_grad=False)
     assert "tanh of a sum" in drawing.svg

@@ -251,6 +251,11 @@ class GraphView:
         roots = set(self.roots)
         for i, node in enumerate(self.nodes):
             node_state = state(node) if state else "normal"
+            if node_state not in NODE_STATES:
+                raise ValueError(
+                    f"drawing: state(node) gave {node_state!r} for {node.label or 'a node'}; "
+                    f"a node's state is one of {', '.join(NODE_STATES)}"
+                )
             if node in highlight:
                 node_state = "active"
             fields = [escape_record(node.label)] if node.label else []
