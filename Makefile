@@ -77,12 +77,10 @@ test-exhaustive: $(VENV)/.test-installed
 LECTURE_VENV ?= .venv-lecture
 LECTURE_PINS := tools/lecture-constraints.txt
 
-$(LECTURE_VENV)/bin/python:
-	$(PYTHON) -m venv $(LECTURE_VENV)
-	$(LECTURE_VENV)/bin/python -m pip install -q --upgrade pip
-
-# (.lab-installed too: `make lab VENV=$(LECTURE_VENV)` then finds the lab set up and only opens it)
-$(LECTURE_VENV)/.lecture-installed: pyproject.toml $(LECTURE_PINS) | $(LECTURE_VENV)/bin/python
+# The venv is made by the rule that makes .venv; .lab-installed is touched too, so that
+# `make lab VENV=$(LECTURE_VENV)` finds the lab set up and only opens it.
+$(LECTURE_VENV)/.lecture-installed: pyproject.toml $(LECTURE_PINS)
+	$(MAKE) --no-print-directory VENV=$(LECTURE_VENV) $(LECTURE_VENV)/bin/python
 	$(LECTURE_VENV)/bin/pip install -q -c $(LECTURE_PINS) -e '.[lab]'
 	touch $@ $(LECTURE_VENV)/.lab-installed
 
@@ -92,12 +90,12 @@ lecture: $(LECTURE_VENV)/.lecture-installed
 ## make test-lecture: the RISE browser tests (tests/browser/test_rise_slides.py: widgets driven
 ## inside the slideshow) in .venv-lecture, with the test tools they import (tools/lecture_env.py);
 ## make test-exhaustive runs it. Under ipywidgets 8 (make test) those tests are a strict xfail.
-$(LECTURE_VENV)/.test-installed: $(LECTURE_VENV)/.lecture-installed tools/lecture_env.py
+$(LECTURE_VENV)/.lecture-test-installed: $(LECTURE_VENV)/.lecture-installed tools/lecture_env.py
 	$(LECTURE_VENV)/bin/pip install -q -c $(LECTURE_PINS) \
 		$$($(LECTURE_VENV)/bin/python tools/lecture_env.py)
 	touch $@
 
-test-lecture: $(LECTURE_VENV)/.test-installed
+test-lecture: $(LECTURE_VENV)/.lecture-test-installed
 	AUTODIFF_LAB_LECTURE_ENV=1 $(LECTURE_VENV)/bin/python -m pytest \
 		tests/browser/test_rise_slides.py -p no:cacheprovider -q -ra $(PYTEST_FLAGS)
 
