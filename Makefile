@@ -21,7 +21,7 @@ PYTEST_FLAGS ?=
 # the package again (measured: pytest's collection 26 s of CPU per process without, 14 s with).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-exhaustive test-min bench notebooks exercises slides book lint format clean
+.PHONY: lab lecture test test-exhaustive test-lecture test-min bench notebooks exercises slides book lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,38 @@ test: $(VENV)/.test-installed
 ## the notebooks again with SIMD paths off); .ci/run runs them after make test
 test-exhaustive: $(VENV)/.test-installed
 	$(BIN)/python tools/run_pytest.py --exhaustive $(PYTEST_FLAGS)
+	$(MAKE) test-lecture
+
+## make lecture: present a chapter as a slideshow whose widgets are live. RISE's slideshow
+## (jupyterlab-rise 0.43.1, the newest) cannot load ipywidgets 8's widget manager, so the course
+## opens from an environment of its own, .venv-lecture (git-ignored): the lab extra with
+## ipywidgets 7.8.5 and the versions it was tested with (tools/lecture-constraints.txt, each pin
+## with its reason). It opens the same working copy as `make lab` (the same recipe), so the
+## committed notebooks are never modified. Alt+R on a notebook starts its slideshow.
+LECTURE_VENV ?= .venv-lecture
+LECTURE_PINS := tools/lecture-constraints.txt
+
+# The venv is made by the rule that makes .venv; .lab-installed is touched too, so that
+# `make lab VENV=$(LECTURE_VENV)` finds the lab set up and only opens it.
+$(LECTURE_VENV)/.lecture-installed: pyproject.toml $(LECTURE_PINS)
+	$(MAKE) --no-print-directory VENV=$(LECTURE_VENV) $(LECTURE_VENV)/bin/python
+	$(LECTURE_VENV)/bin/pip install -q -c $(LECTURE_PINS) -e '.[lab]'
+	touch $@ $(LECTURE_VENV)/.lab-installed
+
+lecture: $(LECTURE_VENV)/.lecture-installed
+	$(MAKE) lab VENV=$(LECTURE_VENV)
+
+## make test-lecture: the RISE browser tests (tests/browser/test_rise_slides.py: widgets driven
+## inside the slideshow) in .venv-lecture, with the test tools they import (tools/lecture_env.py);
+## make test-exhaustive runs it. Under ipywidgets 8 (make test) those tests are a strict xfail.
+$(LECTURE_VENV)/.lecture-test-installed: $(LECTURE_VENV)/.lecture-installed tools/lecture_env.py
+	$(LECTURE_VENV)/bin/pip install -q -c $(LECTURE_PINS) \
+		$$($(LECTURE_VENV)/bin/python tools/lecture_env.py)
+	touch $@
+
+test-lecture: $(LECTURE_VENV)/.lecture-test-installed
+	AUTODIFF_LAB_LECTURE_ENV=1 $(LECTURE_VENV)/bin/python -m pytest \
+		tests/browser/test_rise_slides.py -p no:cacheprovider -q -ra $(PYTEST_FLAGS)
 
 ## make test-min: the lowest versions pyproject.toml allows (uv's lowest-direct resolution),
 ## running the engine tests and strict nbval. pip installs the pinned torch first, so that uv
@@ -121,4 +153,4 @@ format: $(VENV)/.test-installed
 	$(BIN)/ruff check --fix . && $(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) $(MIN_VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(MIN_VENV) $(LECTURE_VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,4 +1,5 @@
-"""With ``CI=true`` a test that would skip because PyTorch is missing fails instead.
+"""CI's requirements: with ``CI=true`` a test that would skip because PyTorch is missing fails
+instead, and CI runs the RISE slideshow tests in the lecture environment.
 
 Runs pytest (in a subprocess, with this suite's conftest) on two small test files that
 need ``torch`` while ``import torch`` is made to fail: once without CI (both skip), once
@@ -7,6 +8,9 @@ with ``CI=true`` (both fail: one at collection, one through the ``torch`` fixtur
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 NO_TORCH = 'import sys\nsys.modules["torch"] = None  # as if PyTorch were not installed\n'
@@ -55,3 +59,35 @@ def test_missing_torch_fails_in_ci(pytester, monkeypatch):
     result = _run(pytester, monkeypatch, "true")
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*CI=true requires torch*"])
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _dry_run(target: str) -> str:
+    """What ``make -n target`` would run (nothing is run; recipe lines joined)."""
+    make = shutil.which("make")
+    assert make, "make is needed to run the suite's Makefile checks"
+    result = subprocess.run(
+        [make, "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.replace("\\\n", " ")
+
+
+def test_ci_runs_the_rise_tests_in_the_lecture_environment():
+    """.ci/run runs make test-exhaustive, which runs the RISE slideshow tests with the lecture
+    environment's Python (ipywidgets 7.8.5: under ipywidgets 8 they are a strict xfail),
+    installed under tools/lecture-constraints.txt."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test-exhaustive\b", ci, flags=re.M)
+    commands = _dry_run("test-exhaustive")
+    assert re.search(r"\.venv-lecture/bin/pip install .*-c tools/lecture-constraints\.txt "
+                     r"-e '\.\[lab\]'", commands)  # fmt: skip
+    assert re.search(
+        r"AUTODIFF_LAB_LECTURE_ENV=1 \.venv-lecture/bin/python -m pytest\s+"
+        r"tests/browser/test_rise_slides\.py",
+        commands,
+    )
+    # make test itself does not build the lecture environment (its 5-minute budget)
+    assert ".venv-lecture" not in _dry_run("test")

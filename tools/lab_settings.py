@@ -8,8 +8,15 @@ student: ``fetchNews: "false"`` (and no update check, which needs news), as a se
 reads every ``overrides.d/*.json`` there as new defaults). A student can still turn news on
 in Settings > Notifications: user settings win over overrides.
 
-``make lab`` runs this before starting JupyterLab; the browser tests' server
-(tests/browser/conftest.py) runs it too, so it starts the same way.
+Where ipywidgets is older than 8 (the lecture environment, ``make lecture``), the Jupyter
+server of the environment also gets the course's contents manager,
+:class:`autodiff_lab.viz.widget_state.LectureContentsManager`, in
+``<sys.prefix>/etc/jupyter/jupyter_server_config.json``: it opens a notebook without the
+saved ipywidgets 8 state that ipywidgets 7's widget manager cannot load (which would keep
+every new widget at "Loading widget..."). Elsewhere that setting is taken out again.
+
+``make lab`` (and ``make lecture``, through it) runs this before starting JupyterLab; the
+browser tests' server (tests/browser/conftest.py) runs it too, so it starts the same way.
 """
 
 from __future__ import annotations
@@ -69,5 +76,49 @@ def write_overrides() -> Path:
     return path
 
 
+#: The server setting of an environment whose ipywidgets is older than 8 (module docstring).
+CONTENTS_MANAGER = "autodiff_lab.viz.widget_state.LectureContentsManager"
+
+
+def server_config_path() -> Path:
+    """This environment's Jupyter server configuration file (``jupyter_server_config.json``
+    in ``<sys.prefix>/etc/jupyter``, which the server reads; its ``.d`` folder only enables
+    server extensions)."""
+    return Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.json"
+
+
+def needs_lecture_contents(ipywidgets_version: str) -> bool:
+    """Whether saved ipywidgets 8 state must be hidden from this ipywidgets (older than 8)."""
+    return int(ipywidgets_version.split(".")[0]) < 8
+
+
+def write_server_config() -> Path | None:
+    """Set ``ServerApp.contents_manager_class`` to :data:`CONTENTS_MANAGER` in
+    :func:`server_config_path` where ipywidgets is older than 8, else take the course's
+    setting out of it (other settings in the file are kept); returns the path when set."""
+    import ipywidgets
+
+    path = server_config_path()
+    config = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    server = config.setdefault("ServerApp", {})
+    wanted = needs_lecture_contents(ipywidgets.__version__)
+    if wanted:
+        server["contents_manager_class"] = CONTENTS_MANAGER
+    elif server.get("contents_manager_class") == CONTENTS_MANAGER:
+        del server["contents_manager_class"]
+    if not server:
+        del config["ServerApp"]
+    text = json.dumps(config, indent=2) + "\n"
+    if not config:
+        path.unlink(missing_ok=True)
+    elif not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return path if wanted else None
+
+
 if __name__ == "__main__":
     print(f"JupyterLab course settings: {write_overrides()}")
+    server = write_server_config()
+    if server is not None:
+        print(f"Jupyter server course settings (ipywidgets 7): {server}")

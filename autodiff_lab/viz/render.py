@@ -191,7 +191,7 @@ def widget_view_bundle(widget) -> dict:
     """ipywidgets' own display data for ``widget``: its ``text/plain`` and the widget view.
 
     ipywidgets 8 returns it from ``Widget._repr_mimebundle_``. ipywidgets 7.8 (the version
-    the live slideshow needs: see the ``lab`` extra in pyproject.toml) displays a widget
+    the live slideshow needs: ``make lecture``, tools/lecture-constraints.txt) displays a widget
     through ``_ipython_display_`` instead and has no such method, so the same two entries
     are built here. A widget with a static fallback sets ``_ipython_display_ = None`` (then
     IPython asks its ``_repr_mimebundle_`` under both versions).
