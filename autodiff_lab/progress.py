@@ -236,7 +236,7 @@ def _widget(rows: list[ChapterRow]):
             reset_progress()
             self.refresh()
 
-        _ipython_display_ = None  # ipywidgets 7.8 (the lab pin): use _repr_mimebundle_
+        _ipython_display_ = None  # ipywidgets 7.8 (make lecture's pin): use _repr_mimebundle_
 
         def _repr_mimebundle_(self, **kwargs):
             from .viz.render import widget_view_bundle

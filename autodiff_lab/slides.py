@@ -6,7 +6,8 @@ Every chapter cell carries ``metadata.slideshow.slide_type`` (slide / subslide /
 - **Live** (recommended): open the chapter in JupyterLab, run it, and press Alt+R: the
   course's lab settings (tools/lab_settings.py) make it open ``jupyterlab-rise``'s slideshow
   in its own browser tab, the whole window wide (F11: full screen); bundled reveal.js,
-  widgets stay live (ipywidgets 7.8: see the ``lab`` extra in pyproject.toml), no network.
+  widgets stay live under ``make lecture`` (ipywidgets 7.8.5:
+  tools/lecture-constraints.txt), no network.
 - **Exported HTML** (this module): nbconvert's ``SlidesExporter`` writes one ``.slides.html``
   file with the stored outputs of the notebook *as committed* (``git show HEAD:…`` where the
   chapter is in a git work tree: a chapter run in place holds a student's outputs). That

@@ -145,11 +145,6 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     # --- lecturer -------------------------------------------------------------------------
     (
         "lecturer",
-        "ipywidgets 8 that",
-        says("tests/browser/test_rise_slides.py", 'int(ipywidgets.__version__.split(".")[0]) < 8'),
-    ),
-    (
-        "lecturer",
         "jupyterlab-rise 0.43.1, the newest release, cannot create ipywidgets 8's "
         "widget manager (jupyterlab-contrib/rise#119, open)",
         says(
@@ -158,25 +153,47 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     ),
     (
         "lecturer",
-        "With ipywidgets 7.8.5 and `jupyterlab_widgets` 1.1.11",
-        says("tests/browser/test_rise_slides.py", "ipywidgets 7.8.5 + jupyterlab_widgets 1.1.11"),
+        "at ipywidgets 7.8.5, `jupyterlab_widgets` 1.1.11, jupyterlab-rise 0.43.1 and "
+        "JupyterLab 4.6.6",
+        says(
+            "tools/lecture-constraints.txt",
+            "\nipywidgets==7.8.5\n",
+            "\njupyterlab_widgets==1.1.11\n",
+            "\njupyterlab-rise==0.43.1\n",
+            "\njupyterlab==4.6.6\n",
+        ),
     ),
     (
         "lecturer",
         "at 1280×720 in chapters 02, 03, 05 and 07",
-        says("tests/browser/test_rise_slides.py", "1280×720"),
+        lambda: (
+            says("tests/browser/test_rise_slides.py", "PROJECTOR = (1280, 720)")()
+            and all(
+                f"def test_chapter_{c}_" in text_of("tests/browser/test_rise_slides.py")
+                for c in ("02", "03", "05", "07")
+            )
+        ),
     ),
     (
         "lecturer",
-        "an expected failure under ipywidgets 8",
-        says("tests/browser/test_rise_slides.py", "pytest.mark.xfail"),
+        "under ipywidgets 8 the same tests are a strict expected failure",
+        says("tests/browser/test_rise_slides.py", "pytest.mark.xfail(", "strict=True"),
+    ),
+    (
+        "lecturer",
+        "The chapters store ipywidgets 8's widget state, which ipywidgets 7 cannot load",
+        says(
+            "tests/test_viz_widget_state.py",
+            "def test_the_chapter_stores_ipywidgets_8_state",
+            "def test_ipywidgets_7_gets_the_chapter_without_that_state",
+        ),
     ),
     (
         "lecturer",
         "the `test` extra cannot take 7.8 (otter-grader 7.0.0 requires ipywidgets ≥ 8.1.5)",
         lambda: (
             pinned("otter-grader") == "7.0.0"
-            and says("tests/browser/test_rise_slides.py", "requires ipywidgets>=8.1.5")()
+            and says("tools/lecture-constraints.txt", "otter-grader 7.0.0", "ipywidgets>=8.1.5")()
         ),
     ),
     ("lecturer", "| 1 | autodiff is exact", lambda: True),  # the claim map's row numbers
