@@ -48,7 +48,6 @@ from .kinds import (
     zeros_like,
 )
 from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
-from .tangents import replay
 from .tensor import Tensor, stack
 from .value import Value
 
@@ -530,6 +529,8 @@ def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cel
     )
     shares = [found.get(node) for node in leaves + captured]
     if create_graph:
+        from .tangents import replay  # see _ckpt_jvp_all
+
         subs = {leaf: x for leaf, x in zip(leaves, inputs) if is_node(x)}
         shares = [None if s is None else replay(s, subs) for s in shares]
     return shares
@@ -549,6 +550,10 @@ def _ckpt_jvp_all(
             subs[node] = Dual(x, t, tag)
         elif isinstance(x, Traced) and node is not x:
             subs[node] = x
+    # Imported here, not at the top: `import autodiff_lab` must not load tangents, which the
+    # own-code exercises built on the engine switch off (grading/own_code.py, READY_MADE).
+    from .tangents import replay
+
     result = replay(recorded, subs)
     if isinstance(result, Dual) and result.tag == tag:
         return result.tangent

@@ -70,14 +70,18 @@ ATTACKS_36 = {
         "import torch",
         WRAPS.format(lib="torch.tensor").replace("torch.tensor(data)", "torch.tensor(float(data))"),
     ],
-    # The library's source read from disk and executed under another name.
+    # The library's source read from disk and executed under another name: the student knows
+    # where the package lies (its folder is written into the attack), or looks on sys.path.
     "fromdisk": [
         """
 import os, sys, types
 def _load():
-    for entry in sys.path:
-        folder = os.path.join(entry or '.', 'autodiff_lab')
-        if os.path.exists(os.path.join(folder, 'value.py')):
+    known = LIB_FOLDER
+    for folder in [known, *(os.path.join(entry or '.', 'autodiff_lab') for entry in sys.path)]:
+        if os.path.exists(os.path.join(folder, 'value.py')):""".replace(
+            "LIB_FOLDER", repr(str(ROOT / "autodiff_lab"))
+        )
+        + """
             package = types.ModuleType('mylab'); package.__path__ = [folder]
             sys.modules['mylab'] = package
             for name in ('kinds', 'ops', 'primitives', 'methods', 'graph', 'value'):

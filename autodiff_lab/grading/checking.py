@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from ..progress import record as record_progress
 from .plaindata import PlainDataError, to_plain
 from .scoring import (
     CRASH,
@@ -152,6 +151,10 @@ def check(
     if refused:
         result.note = "reveal=True is switched off in a graded assignment"
     if record:
+        # Imported here: the own-code child loads this module from its file under a private
+        # package name (grading/own_code.py), where nothing above grading/ exists.
+        from ..progress import record as record_progress
+
         record_progress(result)  # kept on this computer only
     return _show(result) if show else result
 
@@ -171,7 +174,7 @@ def _own_code_outcomes(exercise, answer: Any, cases: list) -> list[Outcome] | No
     history = shell.user_ns.get("In") if shell is not None else None
     if not isinstance(history, list) or shell.user_ns.get(exercise.answer) is not answer:
         return None
-    from .own_code import outcomes_in_child
+    from .isolation import outcomes_in_child
 
     return outcomes_in_child(exercise, cases, [str(cell) for cell in history])
 

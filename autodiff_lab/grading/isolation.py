@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from .own_code import switched_off
+from .own_code import run_in_child, switched_off
 from .plaindata import from_plain, to_plain
 from .results import Plan, Progress, Settings, Submission
 from .scoring import CRASH, ERROR, NOT_IMPLEMENTED, NOT_RUN, TIMEOUT, VALUE, Outcome
@@ -335,3 +335,34 @@ def _decode_outcome(event: dict) -> Outcome:
     if kind in (NOT_IMPLEMENTED, ERROR, CRASH):
         return Outcome(kind, message=message)
     return Outcome(ERROR, message="malformed answer from the notebook's process")
+
+
+def outcomes_in_child(
+    exercise, cases: list, cells: list[str], timeout: float = 60.0
+) -> list | None:
+    """The practice ``check``'s outcomes for an own-code exercise in a student's kernel:
+    ``cells`` (the kernel's ``In``, in the order they ran) chosen and run in a child where
+    the library is switched off, as the batch grader does; None when the child found no
+    answer of that name (it was made some way the cells do not show: check it in-process).
+    """
+
+    class Collect:
+        def __init__(self) -> None:
+            self.events: list[dict] = []
+
+        def emit(self, **event) -> None:
+            self.events.append(event)
+
+    item = {
+        "id": exercise.id, "answer": exercise.answer, "run": runner_spec(exercise),
+        "cases": [to_plain(c.inputs) for c in cases], "own_code": switched_off(exercise),
+    }  # fmt: skip
+    collect = Collect()
+    run_in_child(item, cells, {"timeout": timeout, "memory_mb": None}, collect, flags=("-P",))
+    if any(e["event"] == "answer_missing" for e in collect.events):
+        return None
+    outcomes: list = [None] * len(cases)
+    for event in collect.events:
+        if event["event"] == "case" and outcomes[event["index"]] is None:
+            outcomes[event["index"]] = _decode_outcome(event)
+    return outcomes

@@ -56,7 +56,7 @@ known to the child and could be read; with the sandbox only the package the work
 there. A grader running as root does not change what the child may import or open, but
 code that defeats CPython's own audit hooks (a native library loaded some way the hook does
 not see) is outside what an in-process guard can promise. The practice ``check(...)`` in a
-student's kernel uses the same child when it can (:func:`outcomes_in_child`: the kernel's
+student's kernel uses the same child when it can (``isolation.outcomes_in_child``: the kernel's
 ``In`` history gives the cells, and ``check`` was handed the object the notebook's answer
 name holds); otherwise — outside IPython, or an answer made some way its cells do not
 show — it runs the answer in the kernel, where the library is loaded, and only the
@@ -82,7 +82,8 @@ READY_MADE = tuple(
 )
 MAX_LINE_BYTES = 16 * 2**20 + 2**10  # one event from the child: an answer at most (worker's)
 PRIVATE = "_own_code_grading"  # the name the child loads the grading modules under
-CHILD_MODULES = ("plaindata", "spec", "scoring", "checking", "worker", "runners", "runners.common")
+CHILD_MODULES = ("plaindata", "spec", "scoring", "checking", "importing", "worker", "runners",
+                 "runners.common")  # fmt: skip
 
 
 def switched_off(exercise) -> list[str] | None:
@@ -214,7 +215,7 @@ def run_in_child(
     ``item``: the request's exercise (``id``, ``answer``, ``run``, ``cases``, ``own_code``
     = the switched-off modules); ``events``: the worker's channel to the grader (anything
     with ``emit(**event)``); ``flags``: the child interpreter's (a student's kernel keeps
-    the user's site-packages: :func:`outcomes_in_child`).
+    the user's site-packages: :func:`~autodiff_lab.grading.isolation.outcomes_in_child`).
     """
     import subprocess
 
@@ -264,39 +265,6 @@ def run_in_child(
                     event="case", id=item["id"], index=index, kind="crashed", value=None,
                     message=f"the process computing this exercise {what}",
                 )  # fmt: skip
-
-
-def outcomes_in_child(
-    exercise, cases: list, cells: list[str], timeout: float = 60.0
-) -> list | None:
-    """The practice ``check``'s outcomes for an own-code exercise in a student's kernel:
-    ``cells`` (the kernel's ``In``, in the order they ran) chosen and run in a child where
-    the library is switched off, as the batch grader does; None when the child found no
-    answer of that name (it was made some way the cells do not show: check it in-process).
-    """
-    from .isolation import _decode_outcome, runner_spec
-    from .plaindata import to_plain
-
-    class Collect:
-        def __init__(self) -> None:
-            self.events: list[dict] = []
-
-        def emit(self, **event) -> None:
-            self.events.append(event)
-
-    item = {
-        "id": exercise.id, "answer": exercise.answer, "run": runner_spec(exercise),
-        "cases": [to_plain(c.inputs) for c in cases], "own_code": switched_off(exercise),
-    }  # fmt: skip
-    collect = Collect()
-    run_in_child(item, cells, {"timeout": timeout, "memory_mb": None}, collect, flags=("-P",))
-    if any(e["event"] == "answer_missing" for e in collect.events):
-        return None
-    outcomes: list = [None] * len(cases)
-    for event in collect.events:
-        if event["event"] == "case" and outcomes[event["index"]] is None:
-            outcomes[event["index"]] = _decode_outcome(event)
-    return outcomes
 
 
 def _relay(event, exercise_id: str, count: int, seen: set, events) -> None:
