@@ -107,7 +107,9 @@ def chain_nested(step, x, n):
     return leaf.grad
 
 
-def clipped_step(model, optimizer, X, y, max_norm, *, zero=True, clip="norm", report="before"):
+def clipped_step(
+    model, optimizer, X, y, max_norm, *, zero=True, clip="norm", report="before", guard=True
+):
     if zero:
         optimizer.zero_grad()
     loss = ((model(Tensor(X)) - y) ** 2).mean()
@@ -118,8 +120,30 @@ def clipped_step(model, optimizer, X, y, max_norm, *, zero=True, clip="norm", re
     elif clip == "value":
         optim.clip_grad_value_(model.parameters(), max_norm)
     after = math.sqrt(sum(float(np.sum(p.grad**2)) for p in model.parameters()))
-    optimizer.step()
+    if math.isfinite(before) or not guard:
+        optimizer.step()
     return before if report == "before" else after
+
+
+def chapter_clipped_step(model, optimizer, X, y, max_norm):
+    """The chapter's training step (its `train` cell), given 7.4's signature: no guard."""
+    optimizer.zero_grad()
+    loss = ((model(Tensor(X)) - y) ** 2).mean()
+    loss.backward()
+    norm = optim.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return norm
+
+
+def loss_guarded_step(model, optimizer, X, y, max_norm):
+    """Another right answer: the guard looks at the loss (error_if_nonfinite is not used)."""
+    optimizer.zero_grad()
+    loss = ((model(Tensor(X)) - y) ** 2).mean()
+    loss.backward()
+    norm = optim.clip_grad_norm_(model.parameters(), max_norm)
+    if np.isfinite(loss.item()):
+        optimizer.step()
+    return norm
 
 
 RIGHT = {
@@ -128,6 +152,7 @@ RIGHT = {
     "7.3": chain_nested,
     "7.4": clipped_step,
 }
+OTHER_RIGHT = {"7.4": loss_guarded_step}
 
 
 # --- plausible wrong answers ----------------------------------------------------------------
@@ -186,6 +211,8 @@ WRONG = [
     ("7.4", lambda *a: clipped_step(*a, zero=False), "never zeroed"),
     ("7.4", lambda *a: clipped_step(*a, clip="value"), "That is clip_grad_value_"),
     ("7.4", lambda *a: clipped_step(*a, report="after"), "after clipping"),
+    ("7.4", lambda *a: clipped_step(*a, guard=False), "poisoned batch"),
+    ("7.4", chapter_clipped_step, "poisoned batch"),
 ]
 
 
@@ -196,10 +223,12 @@ def test_chapter_07_has_four_exercises_all_answered_here_and_ends_medium_or_hard
     assert {e.id for e in ch07.EXERCISES} <= {e for e, _, _ in WRONG}
 
 
-@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
-def test_right_answer_scores_full_marks(exercise_id):
+@pytest.mark.parametrize(
+    ("exercise_id", "right"), [*RIGHT.items(), *OTHER_RIGHT.items()], ids=lambda v: str(v)[:12]
+)
+def test_right_answer_scores_full_marks(exercise_id, right):
     for seed in (None, 7):  # the notebook's fixed cases, and the grader's other draws
-        result = check(exercise_id, RIGHT[exercise_id], seed=seed, show=False)
+        result = check(exercise_id, right, seed=seed, show=False)
         assert result.status == "passed", result.to_text()
         assert result.score == result.max_score > 0 and len(result.cases) >= 5
         assert result.hints == []
@@ -309,18 +338,23 @@ def test_chain_reference_matches_torch(torch):
 
 def test_training_reference_matches_torch_with_clip_grad_norm(torch):
     case = ch07.CLIPPED.cases(np.random.default_rng(1))[0]
-    W1, b1, W2, b2, X, y, lr, max_norm, steps = case.inputs
+    W1, b1, W2, b2, X, y, lr, max_norm, steps, poisoned = case.inputs
+    assert poisoned  # a step of this run has an infinite target
     params = [torch.tensor(np.array(p, dtype=np.float64), requires_grad=True)
               for p in (W1, b1, W2, b2)]  # fmt: skip
     X, y = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    bad = y.clone()
+    bad[0, 0] = math.inf
     opt = torch.optim.SGD(params, lr=lr)
     norms = []
-    for _ in range(steps):
+    for k in range(steps):
         opt.zero_grad()
         out = torch.tanh(X @ params[0] + params[1]) @ params[2] + params[3]
-        ((out - y) ** 2).mean().backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(params, max_norm)))
-        opt.step()
+        ((out - (bad if k in poisoned else y)) ** 2).mean().backward()
+        norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        norms.append(norm if math.isfinite(norm) else math.inf)
+        if math.isfinite(norm):  # the guard: a poisoned batch changes no weight
+            opt.step()
     ref = ch07.train_reference(case.inputs)
     np.testing.assert_allclose(ref["norms"], norms, rtol=1e-9)
     final = np.concatenate([p.detach().numpy().ravel() for p in params])
@@ -367,6 +401,14 @@ def test_the_chapters_checkpointing_adapted_to_the_task_scores_under_half():
         result = check("7.3", adapted, show=False)
         assert result.score < result.max_score / 2, result.to_text()
         assert any("over budget" in h for h in result.hints), result.to_text()
+
+
+def test_the_chapters_training_step_adapted_to_7_4_scores_under_half():
+    """7.4 is a variant: the chapter's clipped step (its `train` cell) has no guard, so the
+    first poisoned batch makes every weight NaN; only the clean run's case is left."""
+    result = check("7.4", chapter_clipped_step, show=False)
+    assert result.score < result.max_score / 2, result.to_text()
+    assert any("poisoned batch" in h for h in result.hints), result.to_text()
 
 
 def test_the_nan_of_exercise_7_1_comes_from_inf_times_zero_in_x_times_x():

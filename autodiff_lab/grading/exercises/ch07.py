@@ -4,7 +4,9 @@
 ``logsumexp`` as a custom jvp (graded on inputs where the naive rule overflows), 7.3 the
 gradient of a long chain under a memory budget (checkpointing; the student's process
 measures its peak memory with ``tracemalloc``), 7.4 a planted exploding training run, tamed
-by clipping the gradient norm.
+by clipping the gradient norm, whose step is skipped when a poisoned batch makes the
+gradient non-finite (the chapter's training loop clips but has no such guard: pasted, it
+turns every weight into NaN at the first poisoned batch).
 
 7.3 is a variant the chapter did not write: the chapter splits the chain into about √n
 segments (memory that grows like √n); the budget here grows like log n, which no choice of
@@ -28,7 +30,14 @@ import math
 
 import numpy as np
 
-from ..runners.ch07 import _chain_run, _clipped_run, _logsumexp_run, _safe_norm_run
+from ..runners.ch07 import (
+    _chain_run,
+    _clipped_run,
+    _logsumexp_run,
+    _safe_norm_run,
+    finite_or_inf,
+    poisoned_targets,
+)
 from ..spec import Case, Exercise, Mistake, close
 from ._common import draw, finite, is_error
 
@@ -362,25 +371,28 @@ CHAIN = Exercise(
 
 
 def train_reference(inputs, *, clip: str = "norm", accumulate: bool = False,
-                    report: str = "before") -> dict:  # fmt: skip
+                    report: str = "before", guard: bool = True) -> dict:  # fmt: skip
     """The run of 7.4 written out in numpy: tanh layer, linear layer, MSE, plain SGD.
 
     ``clip``: ``"norm"`` (the task: all gradients scaled by ``min(1, max_norm/(norm +
     1e-6))``, as PyTorch and ``optim.clip_grad_norm_``), ``"none"`` or ``"value"`` (each
     entry clipped to ±max_norm); ``accumulate``: gradients never zeroed; ``report``: the
-    norm returned, ``"before"`` or ``"after"`` clipping. Returns the norms and the final
+    norm returned, ``"before"`` or ``"after"`` clipping; ``guard``: a step whose gradient
+    norm is not finite (the poisoned batches) changes no weight. A norm that is not finite
+    is recorded as inf, as the runner records it. Returns the norms and the final
     parameters (W1, b1, W2, b2 flattened), as the runner does.
     """
-    W1, b1, W2, b2, X, y, lr, max_norm, steps = inputs
+    W1, b1, W2, b2, X, y, lr, max_norm, steps, poisoned = inputs
     params = [np.array(p, dtype=np.float64) for p in (W1, b1, W2, b2)]
     X, y = np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
+    bad = poisoned_targets(y)
     held = [np.zeros_like(p) for p in params]
     norms = []
     with np.errstate(all="ignore"):
-        for _ in range(steps):
+        for k in range(steps):
             W1_, b1_, W2_, b2_ = params
             H = np.tanh(X @ W1_ + b1_)
-            r = H @ W2_ + b2_ - y
+            r = H @ W2_ + b2_ - (bad if k in poisoned else y)
             d_out = 2 * r / r.size  # d mean(r²) / d out
             d_z = (d_out @ W2_.T) * (1 - H * H)
             grads = [X.T @ d_z, d_z.sum(axis=0), H.T @ d_out, d_out.sum(axis=0)]
@@ -391,31 +403,37 @@ def train_reference(inputs, *, clip: str = "norm", accumulate: bool = False,
             elif clip == "value":
                 held = [np.clip(g, -max_norm, max_norm) for g in held]
             after = math.sqrt(sum(float(np.sum(g * g)) for g in held))
-            norms.append(total if report == "before" else after)
+            norms.append(finite_or_inf(total if report == "before" else after))
+            if guard and not math.isfinite(total):
+                continue  # the poisoned batch: no weight changes
             params = [p - lr * g for p, g in zip(params, held)]
     return {"norms": norms, "params": np.concatenate([p.ravel() for p in params]).tolist()}
 
 
-def _planted_run(rng, scale: float, lr: float, steps: int, max_norm: float) -> tuple:
-    """Plain data for one planted run: weights ``scale`` times too large, a large lr."""
+def _planted_run(rng, scale: float, lr: float, steps: int, max_norm: float,
+                 poisoned: tuple[int, ...] = ()) -> tuple:  # fmt: skip
+    """Plain data for one planted run: weights ``scale`` times too large, a large lr; the
+    batches of the steps in ``poisoned`` have an infinite target."""
     n_in, hidden, rows = 3, 8, 16
     X = np.round(rng.normal(size=(rows, n_in)), 4)
     y = np.round(np.sin(X @ np.array([1.0, -2.0, 0.5]))[:, None], 4)
     W1 = np.round(rng.normal(0, scale / math.sqrt(n_in), size=(n_in, hidden)), 4)
     W2 = np.round(rng.normal(0, scale / math.sqrt(hidden), size=(hidden, 1)), 4)
     return (W1.tolist(), [0.0] * hidden, W2.tolist(), [0.0], X.tolist(), y.tolist(), lr,
-            max_norm, steps)  # fmt: skip
+            max_norm, steps, list(poisoned))  # fmt: skip
 
 
 def _clip_cases(rng):
     cases = []
-    for scale, lr, max_norm in [(4.0, 1.5, 1.0), (6.0, 1.0, 1.0), (4.0, 2.0, 0.5),
-                                (8.0, 1.2, 2.0)]:  # fmt: skip
+    for scale, lr, max_norm, poisoned in [(4.0, 1.5, 1.0, (3,)), (6.0, 1.0, 1.0, (0, 17)),
+                                          (4.0, 2.0, 0.5, (12, 13)),
+                                          (8.0, 1.2, 2.0, (29,))]:  # fmt: skip
+        steps = ", ".join(str(k) for k in poisoned)
         cases.append(
             Case(
                 f"planted: weights {scale:g}x too large, lr {lr:g}, max_norm {max_norm:g}, "
-                "30 steps",
-                _planted_run(rng, scale, lr, 30, max_norm),
+                f"30 steps; poisoned batch at step {steps} (counting from 0)",
+                _planted_run(rng, scale, lr, 30, max_norm, poisoned),
             )
         )
     cases.append(
@@ -433,17 +451,25 @@ def _run_is(got, case, **variant) -> bool:
 
 CLIPPED = Exercise(
     id="7.4",
-    title="Diagnose and tame an exploding training run",
+    title="Tame an exploding training run and survive a poisoned batch",
     level="medium",
-    minutes=25,
+    minutes=20,
     task="clipped_step(model, optimizer, X, y, max_norm): one SGD step on mean((model(X) - y)**2) "
-    "with the gradient norm clipped to max_norm; return the norm before clipping",
+    "with the gradient norm clipped to max_norm, skipped when that norm is not finite; "
+    "return the norm before clipping",
     answer="clipped_step",
     cases=_clip_cases,
     run=_clipped_run,
     reference=train_reference,
     compare=lambda got, exp: close(got, exp, rtol=1e-5, atol=1e-8),
     mistakes=(
+        Mistake(
+            "A poisoned batch (an infinite target) was stepped on: its gradient is inf or NaN, "
+            "and one such step turns every weight into NaN for good. Look at the norm before "
+            "stepping: when it is not finite (math.isfinite), skip optimizer.step() and "
+            "return the norm.",
+            lambda got, exp, case: _run_is(got, case, guard=False),
+        ),
         Mistake(
             "No clipping took effect: the norms grow step after step (the run explodes). "
             "Call optim.clip_grad_norm_(model.parameters(), max_norm) between backward() "
@@ -469,10 +495,12 @@ CLIPPED = Exercise(
     ),
     nudges=(
         "Per step, in this order: reset the gradients, the mean squared error, backward, "
-        "clip the gradients' total norm, then the optimizer's step.",
+        "clip the gradients' total norm, then the optimizer's step — unless that norm is "
+        "not finite.",
     ),
-    reveal="optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients in place "
-        "and returns their norm before clipping.",
+    reveal="norm = optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients "
+        "in place and returns their norm before clipping; call optimizer.step() only if "
+        "math.isfinite(norm).",
 )
 
 
