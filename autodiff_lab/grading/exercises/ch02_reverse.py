@@ -1,4 +1,5 @@
-"""Capstone 2.5 (hard): ``vjp`` and ``jacrev`` on top of a reverse pass.
+"""Exercise 2.5 (medium by the rubric in spec.py): ``vjp`` and ``jacrev`` on top of a
+reverse pass.
 
 The student writes a class ``ReverseMode`` with ``vjp(f, x, u) -> (f(x), uᵀJ)`` and
 ``jacrev(f, x) -> J`` (shape ``(m, n)``), both from reverse passes of the library's
@@ -116,7 +117,7 @@ def _vjp_is(got, exp, case, wrong) -> bool:
 REVERSE = Exercise(
     id="2.5",
     title="vjp and jacrev on top of a reverse pass",
-    level="hard",
+    level="medium",
     minutes=30,
     task="write this function of ReverseMode (see the list above)",
     answer="ReverseMode",

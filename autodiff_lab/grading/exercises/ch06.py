@@ -289,8 +289,8 @@ def _hvp_reference(inputs):
 HVP = Exercise(
     id="6.3",
     title="A Hessian-vector product without the Hessian",
-    level="easy",
-    minutes=10,
+    level="trivial",
+    minutes=5,
     task="hvp(f, x, v): return H(x) @ v for a scalar f, as the jvp of grad(f) along v",
     answer="hvp",
     cases=_hvp_cases,

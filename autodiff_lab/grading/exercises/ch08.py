@@ -534,8 +534,8 @@ def _missing_inputs(got, expected, case) -> bool:
 TRANSPOSE = Exercise(
     id="8.3",
     title="Transpose a linear program",
-    level="medium",
-    minutes=25,
+    level="hard",
+    minutes=45,
     task="transpose_program(program, input_sizes, ct): {input name: cotangent} — the "
     "program's linear map transposed, applied to the output cotangent ct",
     answer="transpose_program",
