@@ -356,6 +356,8 @@ def _not_recorded(got, exp, case) -> bool:
 
 
 def _zero_grad_incomplete(got, exp, case) -> bool:
+    if "zero_grad() left" in str(got.get("second_error", "")):
+        return True  # seen before the second backward pass (runners.capstones)
     return case.inputs[1] == "zero_grad" and any(g != 0 for g in got["after_zero_grad"])
 
 

@@ -115,8 +115,14 @@ def _per_table(got, exp, case):
         got, exp = [got], [exp]
     if not isinstance(got, list) or len(got) != len(tables):
         return []
+    # An answer that is not a list of the table's names, or that reports every rule, tells
+    # nothing about which rules it got wrong: no mistake is read from it.
     return [
-        (g, e, rows) for g, e, rows in zip(got, exp, tables, strict=True) if isinstance(g, list)
+        (g, e, rows)
+        for g, e, rows in zip(got, exp, tables, strict=True)
+        if isinstance(g, list)
+        and all(isinstance(n, str) for n in g)
+        and set(g) < {row[0] for row in rows}
     ]
 
 

@@ -103,6 +103,9 @@ SAFE_NORM = Exercise(
                 _is_zero_case(case)
                 and not math.isclose(got["value"], 0.0, abs_tol=1e-8)
                 and got["value"] > 1e-3
+                and got["grad"] is not None  # the double where's gradient at 0: all zeros
+                and finite(got["grad"])
+                and not np.any(np.asarray(got["grad"], dtype=float))
             ),
         ),
         Mistake(

@@ -131,7 +131,7 @@ def second_derivatives(nodes, leaves) -> list[float] | str:
     leaf j (a row of the Hessian), by ``backward()`` on the first leaf's gradient after
     ``root.zero_grad()`` (which must reset every node of the root's graph, the ones an op
     made inside itself too, e.g. ``b ** -1`` in ``a / b``). A message (str) when that
-    gradient is not a node."""
+    gradient is not a node, or when zero_grad() left a program node's .grad not 0."""
     first = nodes[leaves[0]].grad
     if not callable(getattr(first, "backward", None)):
         return (
@@ -139,6 +139,8 @@ def second_derivatives(nodes, leaves) -> list[float] | str:
             "node: the gradient was not recorded"
         )
     nodes[-1].zero_grad()
+    if any(number(node.grad) != 0 for node in nodes):
+        return "zero_grad() left some .grad not 0, so the second backward() cannot be read"
     first.backward()
     return [number(nodes[k].grad) for k in leaves]
 
