@@ -320,6 +320,16 @@ class FloatGradients(RulesInFloats):
         return node
 
 
+class PowWithoutFactor(Right):
+    """x ** n's rule without the factor n: x ** (n - 1); / (a * b ** -1) inherits it."""
+
+    def __pow__(self, n):
+        def back(g):
+            self.grad += g * self ** (n - 1)
+
+        return self._node(self.data**n, (self,), back)
+
+
 class ReluPassesAll(Right):
     def relu(self):
         return self._unary(max(self.data, 0.0), 1.0)
@@ -339,6 +349,7 @@ WRONG = [
     (NoZeroGrad, "zero_grad() failed"),
     (ReluPassesAll, "relu passes the gradient only where x > 0"),
     (RulesInFloats, "first derivatives are right but the second ones are not"),
+    (PowWithoutFactor, "The power rule multiplies by the exponent"),
     (NoCreateGraph, "backward must take a create_graph argument"),
     (FloatGradients, "a leaf's .grad is a plain number, not a MyValue"),
 ]

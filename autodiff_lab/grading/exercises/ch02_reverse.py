@@ -132,6 +132,16 @@ REVERSE = Exercise(
             lambda got, exp, case: is_error(got, "LibraryCode"),
         ),
         Mistake(
+            "jacrev seeded a reverse pass with a vector of the input's size: one reverse "
+            "pass per *output* entry, u = e_i of the output's size m (rows of J), so the "
+            "loop runs over the outputs, not the inputs.",
+            lambda got, exp, case: (
+                is_error(got, "ValueError")
+                and got.get("at") == "jacrev"
+                and "grad has shape" in got.get("message", "")
+            ),
+        ),
+        Mistake(
             "The numbers are right but f was never run on a recording Tensor: finite "
             "differences or forward-mode Duals are not a reverse pass. Call f on "
             "Tensor(x, requires_grad=True) and pull back with backward(u).",
@@ -159,8 +169,9 @@ REVERSE = Exercise(
         ),
     ),
     nudges=(
-        "vjp: record f on an input that requires grad, run the reverse pass seeded with u "
-        "(not with ones), and read the gradient that reached the input.",
+        "Look at which cases fail, vjp's or jacrev's. vjp: record f on an input that "
+        "requires grad, run the reverse pass seeded with u (not with ones), and read the "
+        "gradient that reached the input; jacrev: one such pass per output entry.",
     ),
     reveal="jacrev: one vjp per output entry, with the unit vectors e_0 … e_(m-1) as u; stack "
     "the rows.",

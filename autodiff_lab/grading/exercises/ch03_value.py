@@ -76,11 +76,13 @@ WRONG_RULES: dict[str, Callable] = {
     "tanh uses x": lambda x, y, out, c: (1.0 - x * x,),
     "/ denominator sign": lambda x, y, out, c: (1.0 / y, x / (y * y)),
     "** keeps the power": lambda x, y, out, c: (c * x**c,),
+    "** drops the factor": lambda x, y, out, c: (x ** (c - 1),),
     "relu passes all": lambda x, y, out, c: (1.0,),
     "exp uses x": lambda x, y, out, c: (x,),
 }
 _WRONG_RULE_FAMILY = {
     "tanh uses x": "tanh", "/ denominator sign": "/", "** keeps the power": "**",
+    "** drops the factor": "**",
     "relu passes all": "relu", "exp uses x": "exp",
 }  # fmt: skip
 
@@ -110,6 +112,10 @@ def _forward(program, wrong_rule: str | None = None):
         else:
             ps, x = (a[0],), vals[a[0]]
         out, loc = _rule(op, x, y, c)
+        if wrong_rule == "** drops the factor" and op in ("/", "n/"):
+            # a / b written as a * b ** -1 (the chapter's way) inherits the slip: the
+            # derivative of b ** -1 loses its factor -1
+            loc = (1.0 / y, x / (y * y)) if op == "/" else (c / (x * x),)
         if (
             wrong_rule is not None
             and _WRONG_RULE_FAMILY[wrong_rule] == fam
@@ -632,6 +638,11 @@ MY_VALUE = Exercise(
         Mistake(
             "The power rule lowers the power: d(x**n)/dx = n·x**(n-1).",
             _wrong_rule("** keeps the power"),
+        ),
+        Mistake(
+            "The power rule multiplies by the exponent: d(x**n)/dx = n·x**(n-1), not "
+            "x**(n-1) (and a / b written as a * b**-1 inherits that factor -1).",
+            _wrong_rule("** drops the factor"),
         ),
         Mistake(
             "relu passes the gradient only where x > 0 (0 elsewhere).",
