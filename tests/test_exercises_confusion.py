@@ -9,10 +9,11 @@
   left out: a hint naming that is about the answer's form, and is right.
 
 The hints are the exercises' own (``Exercise.mistakes``); a nudge is not a mistake's hint.
-Hints that state a fact true of any answer they fire on (OBSERVATIONS) and the two forms of
-one mistake (COMPANIONS) are allowed alongside; misfires not fixed yet are strict xfails
-(KNOWN_MISFIRES). The known-mistake test runs in ``make test-exhaustive`` (about a minute of
-CPU: every wrong answer on three seeds); the unrelated-answer test in ``make test``.
+Hints that state a fact true of any answer they fire on (OBSERVATIONS), the two forms of
+one mistake (COMPANIONS) and the second hint of an answer with two mistakes (TWO_MISTAKES)
+are allowed alongside; a misfire not fixed yet would be a strict xfail (KNOWN_MISFIRES,
+empty). The known-mistake test runs in ``make test-exhaustive`` (about a minute of CPU:
+every wrong answer on three seeds); the unrelated-answer test in ``make test`` (8 s).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ def _mistake_hints(exercise_id: str, hints: list[str]) -> list[str]:
 OBSERVATIONS = {
     "The primal (first) part should be": "1.1: says which part is wrong",
     "All gradients are 0": "3.4: says what the answer left in .grad",
+    "Right rules were reported wrong": "4.7: says what the answer reported (the table "
+    "handed back reports every rule)",
     "That is the derivative of order n - 1": "6.1: f returned unchanged is grad applied "
     "0 times, one time too few for n = 1",
     "No gradient reached x": "7.1: says what the answer left in x.grad",
@@ -84,12 +87,9 @@ TWO_MISTAKES = {
     ch08_exercises._no_shift_bdim_kept: "out_bdim is off by one",  # unshifted and bdim kept
 }
 
-#: Known misfires left (issue 24 §3): the wrong answer also gets another mistake's hint.
-#: Strict xfail: fixing one makes its test pass, and the entry must then go.
-KNOWN_MISFIRES = {
-    ("4.6", "put them back"): "a keepdims slip is also read as the wrong axis",
-    ("4.7", "use float64"): "a too-tight tolerance also reports right rules at kinks",
-}
+#: Known misfires not fixed yet, (exercise, hint substring) -> what goes wrong: a strict
+#: xfail each, so that a fix makes its test pass and the entry must go. None are left.
+KNOWN_MISFIRES: dict[tuple[str, str], str] = {}
 
 
 def _params():
