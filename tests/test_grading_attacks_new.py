@@ -204,7 +204,7 @@ def _points(graded, student, exercise) -> tuple[float, float, str]:
 
 def test_an_honest_checkpointed_chain_keeps_full_marks(graded):
     points, maximum, status = _points(graded, "honest_chain", "7.3")
-    assert points == maximum == 5 and status == "passed"
+    assert points == maximum == 6 and status == "passed"
 
 
 @pytest.mark.parametrize(
@@ -214,7 +214,7 @@ def test_lying_about_7_3s_memory_scores_only_the_one_step_case(graded, student):
     """Plain backprop fits the budget only for n = 1 (75 arrays); every other case needs a
     memory reading under the budget, and these lies give none or a true one over it."""
     points, maximum, status = _points(graded, student, "7.3")
-    assert maximum == 5 and points <= 1 and status == "failed"
+    assert maximum == 6 and points <= 1 and status == "failed"
 
 
 def test_stopping_tracemalloc_gets_the_hint_that_names_it(graded):
