@@ -9,9 +9,9 @@ gradient non-finite (the chapter's training loop clips but has no such guard: pa
 turns every weight into NaN at the first poisoned batch).
 
 7.3 is a variant the chapter did not write: the chapter splits the chain into about √n
-segments (memory that grows like √n); the budget here grows like log n, which no choice of
-segment count meets on the long chains — it takes checkpoints nested inside checkpoints
-(recursive bisection, or several levels).
+segments (memory that grows like √n); the budget here grows like log n, which no segment
+count from 10 to 75 meets at n = 1024 (measured): it takes checkpoints nested inside
+checkpoints (recursive bisection, or several levels).
 
 References are closed forms and plain numpy (never the engine): the norm and its gradient,
 the stable log-sum-exp and the softmax, the chain rule of an elementwise chain as a product
@@ -255,9 +255,9 @@ def MEMORY_BUDGET(n: int) -> float:  # noqa: N802 (a formula, named like the con
 
     Plain backprop keeps about 5 arrays per step here (three values and the engine's
     bookkeeping); the chapter's single level of k segments keeps k boundaries plus one
-    segment's graph, which grows like √n whatever k, and is over this budget on every long
-    case (n >= 1024; measured for every k from 10 to 75 at n = 1024); checkpoints nested by
-    bisection keep a few arrays per level and fit. tests/test_exercises_ch07.py measures both.
+    segment's graph, which grows like √n whatever k: over this budget at n = 1024, the
+    shortest long case, for every k from 10 to 75; checkpoints nested by bisection keep a
+    few arrays per level and fit at 1024 and 2048. tests/test_exercises_ch07.py measures both.
     """
     return 10 * math.log2(n) + 75
 
