@@ -71,6 +71,14 @@ class ForwardMode(Right):
         return np.stack([f(Dual(x, e)).tangent for e in np.eye(len(x))], axis=1)
 
 
+class LoopsOverInputs(Right):
+    """jacrev seeds with e_j of the input's size (a loop over inputs, not outputs)."""
+
+    def jacrev(f, x):
+        n = np.size(x)
+        return np.stack([_pull(f, x, np.eye(n)[j])[1] for j in range(n)])
+
+
 class Borrowed(Right):
     def jacrev(f, x):
         from autodiff_lab.functional import jacrev
@@ -82,6 +90,7 @@ WRONG = [
     (Transposed, "The Jacobian is transposed"),
     (Accumulates, "x.grad adds up across backward passes"),
     (IgnoresU, "The vjp ignores u"),
+    (LoopsOverInputs, "the loop runs over the outputs, not the inputs"),
     (FiniteDifferences, "never run on a recording Tensor"),
     (ForwardMode, "never run on a recording Tensor"),
     (Borrowed, "not from autodiff_lab.functional"),

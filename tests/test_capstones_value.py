@@ -1,10 +1,12 @@
-"""Capstone 3.6, "Your Value": graded on random programs against the library's Value.
+"""Capstone 3.6, "Your Value, differentiable twice": graded on random programs against the
+library's Value (first derivatives, and second ones through ``backward(create_graph=True)``).
 
 A right class written here (independently of the solutions notebook) scores full marks on
-several seeds; twelve plausible wrong ones lose points and get the hint that names their
-mistake; classes that are, subclass, borrow from or wrap the library's ``Value`` score
-nothing and are told why; the references agree with PyTorch (float64); the programs
-have the promised shape (fan-out, depth, a 5,000-op chain).
+several seeds; fifteen plausible wrong ones lose points and get the hint that names their
+mistake; chapter 03's float-rule engine scores under half; classes that are, subclass,
+borrow from or wrap the library's ``Value`` score nothing and are told why; the references
+(first and second derivatives) agree with PyTorch (float64); the programs have the promised
+shape (fan-out, depth, a 5,000-op chain).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from autodiff_lab.grading.runners.capstones import build_program
 
 
 class Right:
-    """micrograd-style: each op stores a closure; backward walks an explicit-stack topo order."""
+    """micrograd-style: each op stores a closure; backward walks an explicit-stack topo order.
+    The rules are written with Right's own operations on the incoming gradient g, so under
+    create_graph (g a node) the gradients are recorded."""
 
     def __init__(self, data, children=()):
         self.data, self.grad = float(data), 0.0
@@ -50,30 +54,32 @@ class Right:
         other = self._lift(other)
 
         def back(g):
-            self.grad += other.data * g
-            other.grad += self.data * g
+            self.grad += g * other
+            other.grad += g * self
 
         return self._node(self.data * other.data, (self, other), back)
 
     def __pow__(self, n):
         def back(g):
-            self.grad += n * self.data ** (n - 1) * g
+            self.grad += g * (n * self ** (n - 1))
 
         return self._node(self.data**n, (self,), back)
 
     def _unary(self, out, local):
-        def back(g):
-            self.grad += local * g
+        """``local``: a number (a constant factor) or a function of the output node."""
+        node = None
 
-        return self._node(out, (self,), back)
+        def back(g):
+            self.grad += g * (local(node) if callable(local) else local)
+
+        node = self._node(out, (self,), back)
+        return node
 
     def tanh(self):
-        t = math.tanh(self.data)
-        return self._unary(t, 1 - t * t)
+        return self._unary(math.tanh(self.data), lambda out: 1 - out * out)
 
     def exp(self):
-        e = math.exp(self.data)
-        return self._unary(e, e)
+        return self._unary(math.exp(self.data), lambda out: out)
 
     def relu(self):
         return self._unary(max(self.data, 0.0), float(self.data > 0))
@@ -113,8 +119,8 @@ class Right:
                 stack.extend((p, False) for p in node._prev)
         return order
 
-    def backward(self):
-        self.grad = 1.0
+    def backward(self, create_graph=False):
+        self.grad = type(self)(1.0) if create_graph else 1.0
         for node in reversed(self.topo()):
             node._backward()
 
@@ -154,10 +160,13 @@ class Assigns(Right):
         return self._node(self.data**n, (self,), back)
 
     def _unary(self, out, local):
-        def back(g):
-            self.grad = local * g
+        node = None
 
-        return self._node(out, (self,), back)
+        def back(g):
+            self.grad = g * (local(node) if callable(local) else local)
+
+        node = self._node(out, (self,), back)
+        return node
 
 
 class RecursiveTopo(Right):
@@ -180,8 +189,8 @@ class RecursiveTopo(Right):
 class BreadthFirst(Right):
     """Visits nodes breadth first from the root: a node may pass its gradient on too early."""
 
-    def backward(self):
-        self.grad, queue, seen = 1.0, [self], {self}
+    def backward(self, create_graph=False):
+        self.grad, queue, seen = type(self)(1.0) if create_graph else 1.0, [self], {self}
         while queue:
             node = queue.pop(0)
             node._backward()
@@ -194,8 +203,8 @@ class BreadthFirst(Right):
 class PreOrder(Right):
     """Depth first, each node's closure run when first reached (parents after it)."""
 
-    def backward(self):
-        self.grad, stack, seen = 1.0, [self], set()
+    def backward(self, create_graph=False):
+        self.grad, stack, seen = type(self)(1.0) if create_graph else 1.0, [self], set()
         while stack:
             node = stack.pop()
             if node in seen:
@@ -259,6 +268,68 @@ class NoZeroGrad(Right):
     zero_grad = None
 
 
+class RulesInFloats(Right):
+    """Right first derivatives, but * and ** take their factors as numbers (.data): under
+    create_graph those factors are constants, so the second derivatives are wrong."""
+
+    def __mul__(self, other):
+        other = self._lift(other)
+
+        def back(g):
+            self.grad += g * other.data
+            other.grad += g * self.data
+
+        return self._node(self.data * other.data, (self, other), back)
+
+    def __pow__(self, n):
+        def back(g):
+            self.grad += g * (n * self.data ** (n - 1))
+
+        return self._node(self.data**n, (self,), back)
+
+
+class NoCreateGraph(Right):
+    """Chapter 03's driver: backward() takes no create_graph."""
+
+    def backward(self):
+        Right.backward(self)
+
+
+class FloatGradients(RulesInFloats):
+    """Takes create_graph but seeds the root with a float and computes in floats (.data)."""
+
+    def backward(self, create_graph=False):
+        Right.backward(self, create_graph=False)
+
+    def __add__(self, other):
+        other = self._lift(other)
+
+        def back(g):
+            self.grad += g
+            other.grad += g
+
+        return self._node(self.data + other.data, (self, other), back)
+
+    def _unary(self, out, local):
+        node = None
+
+        def back(g):
+            self.grad += g * (local(node).data if callable(local) else local)
+
+        node = self._node(out, (self,), back)
+        return node
+
+
+class PowWithoutFactor(Right):
+    """x ** n's rule without the factor n: x ** (n - 1); / (a * b ** -1) inherits it."""
+
+    def __pow__(self, n):
+        def back(g):
+            self.grad += g * self ** (n - 1)
+
+        return self._node(self.data**n, (self,), back)
+
+
 class ReluPassesAll(Right):
     def relu(self):
         return self._unary(max(self.data, 0.0), 1.0)
@@ -277,6 +348,10 @@ WRONG = [
     (ZeroGradRootOnly, "zero_grad must reset every node"),
     (NoZeroGrad, "zero_grad() failed"),
     (ReluPassesAll, "relu passes the gradient only where x > 0"),
+    (RulesInFloats, "first derivatives are right but the second ones are not"),
+    (PowWithoutFactor, "The power rule multiplies by the exponent"),
+    (NoCreateGraph, "backward must take a create_graph argument"),
+    (FloatGradients, "a leaf's .grad is a plain number, not a MyValue"),
 ]
 
 
@@ -342,8 +417,8 @@ def test_right_class_scores_full_marks_on_several_seeds():
 def test_wrong_class_loses_points_with_the_hint_that_names_its_mistake(wrong, hint):
     for seed in SEEDS[:2]:
         result = check("3.6", wrong, seed=seed, show=False)
-        assert result.status == "failed", result.to_text()
-        assert 0 < result.score < result.max_score, result.to_text()
+        assert result.status == "failed", result.to_text()  # graded, not "not attempted"
+        assert result.score < result.max_score, result.to_text()  # Assigns: 0 (x0² reuses x0)
         assert any(hint in h for h in result.hints), result.to_text()
 
 
@@ -422,6 +497,41 @@ def test_references_agree_with_torch(torch):
         values, grads = _torch_program(torch, case.inputs[0])
         np.testing.assert_allclose(reference["values"], values, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(reference["grads"], grads, rtol=1e-10, atol=1e-12)
+
+
+def test_second_derivative_references_agree_with_torch(torch):
+    """The "second" row: d(d root / d x0) / d leaf, by torch.autograd.grad twice."""
+    cases = registry.get("3.6").cases(np.random.default_rng(13))
+    seconds = [c for c in cases if c.inputs[1] == "second"]
+    assert len(seconds) >= 10
+    for case in seconds:
+        program = case.inputs[0]
+        nodes, leaves = [], []
+        for op, *a in program:
+            if op == "leaf":
+                nodes.append(torch.tensor(float(a[0]), dtype=torch.float64, requires_grad=True))
+                leaves.append(nodes[-1])
+            elif op in ("+", "-", "*", "/"):
+                nodes.append(_torch_op(torch, op, nodes[a[0]], nodes[a[1]], None))
+            elif op[0] == "n" and op != "neg":
+                nodes.append(_torch_op(torch, op, nodes[a[1]], None, a[0]))
+            else:
+                nodes.append(_torch_op(torch, op, nodes[a[0]], None, a[1] if len(a) > 1 else None))
+        (g0,) = torch.autograd.grad(nodes[-1], leaves[0], create_graph=True)
+        row = torch.autograd.grad(g0, leaves, allow_unused=True)
+        expected = [0.0 if r is None else r.item() for r in row]
+        reference = ch03_value.value_reference(case.inputs)
+        np.testing.assert_allclose(reference["second"], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_chapter_03s_engine_pasted_scores_under_half():
+    """The chapter's engine (float rules, backward() without create_graph) passes only the
+    two first-order cases; given a create_graph parameter it is told its gradient is not
+    recorded."""
+    for cls, hint in [(NoCreateGraph, "create_graph argument"), (FloatGradients, "plain number")]:
+        result = check("3.6", cls, show=False)
+        assert result.score == 3 < result.max_score / 2, result.to_text()
+        assert any(hint in h for h in result.hints), result.to_text()
 
 
 def test_long_chain_reference_matches_its_closed_form():

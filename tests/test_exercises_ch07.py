@@ -92,7 +92,24 @@ def chain_gradient(step, x, n, segments=None):
     return leaf.grad
 
 
-def clipped_step(model, optimizer, X, y, max_norm, *, zero=True, clip="norm", report="before"):
+def chain_nested(step, x, n):
+    """7.3's answer: the first half of every run is a checkpoint, run the same way."""
+
+    def run(h, m):
+        if m == 1:
+            return step(h)
+        half = m // 2
+        h = checkpoint(lambda h: run(h, half))(h)
+        return run(h, m - half)
+
+    leaf = Tensor(x, requires_grad=True)
+    run(leaf, n).sum().backward()
+    return leaf.grad
+
+
+def clipped_step(
+    model, optimizer, X, y, max_norm, *, zero=True, clip="norm", report="before", guard=True
+):
     if zero:
         optimizer.zero_grad()
     loss = ((model(Tensor(X)) - y) ** 2).mean()
@@ -103,16 +120,39 @@ def clipped_step(model, optimizer, X, y, max_norm, *, zero=True, clip="norm", re
     elif clip == "value":
         optim.clip_grad_value_(model.parameters(), max_norm)
     after = math.sqrt(sum(float(np.sum(p.grad**2)) for p in model.parameters()))
-    optimizer.step()
+    if math.isfinite(before) or not guard:
+        optimizer.step()
     return before if report == "before" else after
+
+
+def chapter_clipped_step(model, optimizer, X, y, max_norm):
+    """The chapter's training step (its `train` cell), given 7.4's signature: no guard."""
+    optimizer.zero_grad()
+    loss = ((model(Tensor(X)) - y) ** 2).mean()
+    loss.backward()
+    norm = optim.clip_grad_norm_(model.parameters(), max_norm)
+    optimizer.step()
+    return norm
+
+
+def loss_guarded_step(model, optimizer, X, y, max_norm):
+    """Another right answer: the guard looks at the loss (error_if_nonfinite is not used)."""
+    optimizer.zero_grad()
+    loss = ((model(Tensor(X)) - y) ** 2).mean()
+    loss.backward()
+    norm = optim.clip_grad_norm_(model.parameters(), max_norm)
+    if np.isfinite(loss.item()):
+        optimizer.step()
+    return norm
 
 
 RIGHT = {
     "7.1": safe_norm,
     "7.2": make_logsumexp(),
-    "7.3": chain_gradient,
+    "7.3": chain_nested,
     "7.4": clipped_step,
 }
+OTHER_RIGHT = {"7.4": loss_guarded_step}
 
 
 # --- plausible wrong answers ----------------------------------------------------------------
@@ -165,11 +205,14 @@ WRONG = [
     ("7.2", chapter_logsumexp_vjp(), "must be a @custom_jvp"),
     ("7.2", lse_composed, "must be a @custom_jvp"),
     ("7.3", chain_plain, "over budget"),
+    ("7.3", chain_gradient, "over budget"),  # the chapter's single level of sqrt(n) segments
     ("7.3", lambda step, x, n: chain_gradient(step, x, n, segments=min(n, 2)), "over budget"),
     ("7.4", lambda *a: clipped_step(*a, clip="none"), "No clipping took effect"),
     ("7.4", lambda *a: clipped_step(*a, zero=False), "never zeroed"),
     ("7.4", lambda *a: clipped_step(*a, clip="value"), "That is clip_grad_value_"),
     ("7.4", lambda *a: clipped_step(*a, report="after"), "after clipping"),
+    ("7.4", lambda *a: clipped_step(*a, guard=False), "poisoned batch"),
+    ("7.4", chapter_clipped_step, "poisoned batch"),
 ]
 
 
@@ -180,10 +223,12 @@ def test_chapter_07_has_four_exercises_all_answered_here_and_ends_medium_or_hard
     assert {e.id for e in ch07.EXERCISES} <= {e for e, _, _ in WRONG}
 
 
-@pytest.mark.parametrize("exercise_id", sorted(RIGHT))
-def test_right_answer_scores_full_marks(exercise_id):
+@pytest.mark.parametrize(
+    ("exercise_id", "right"), [*RIGHT.items(), *OTHER_RIGHT.items()], ids=lambda v: str(v)[:12]
+)
+def test_right_answer_scores_full_marks(exercise_id, right):
     for seed in (None, 7):  # the notebook's fixed cases, and the grader's other draws
-        result = check(exercise_id, RIGHT[exercise_id], seed=seed, show=False)
+        result = check(exercise_id, right, seed=seed, show=False)
         assert result.status == "passed", result.to_text()
         assert result.score == result.max_score > 0 and len(result.cases) >= 5
         assert result.hints == []
@@ -225,16 +270,26 @@ def test_mistake_detectors_never_raise_on_odd_answers(odd):
             assert mistake.matches(odd, expected, case) in (True, False)
 
 
-def test_memory_budget_separates_checkpointing_from_plain_backprop():
-    """Measured in the runner (tracemalloc): √n segments within budget, plain backprop not."""
+def test_memory_budget_separates_nested_checkpoints_from_one_level_and_plain_backprop():
+    """Measured in the runner (tracemalloc): bisection within budget on the longest chains;
+    the chapter's one level of k segments over it at n = 1024 for every k from 10 to 75
+    (the claim of MEMORY_BUDGET's docstring), plain backprop far over it."""
     from autodiff_lab.grading.runners.ch07 import _chain_run
 
     x = np.linspace(-1, 1, ch07.WIDTH).tolist()
-    for n in (100, 400):
+    for n in (1024, 2048):
         budget = ch07.MEMORY_BUDGET(n)
-        plain = _chain_run(chain_plain, ("0.9 tanh(h) + 0.1", x, n))["peak_arrays"]
-        saved = _chain_run(chain_gradient, ("0.9 tanh(h) + 0.1", x, n))["peak_arrays"]
-        assert saved < 0.8 * budget < budget < 0.5 * plain, (n, saved, budget, plain)
+        nested = _chain_run(chain_nested, ("0.9 tanh(h) + 0.1", x, n))["peak_arrays"]
+        assert nested < 0.9 * budget, (n, nested, budget)
+    n, budget = 1024, ch07.MEMORY_BUDGET(1024)
+    plain = _chain_run(chain_plain, ("0.9 tanh(h) + 0.1", x, n))["peak_arrays"]
+    assert plain > 10 * budget
+    for k in range(10, 76, 5):
+        one_level = _chain_run(
+            lambda step, x, n, k=k: chain_gradient(step, x, n, segments=k),
+            ("0.9 tanh(h) + 0.1", x, n),
+        )["peak_arrays"]
+        assert one_level > budget, (k, one_level, budget)
 
 
 # --- the references against PyTorch ---------------------------------------------------------
@@ -283,18 +338,23 @@ def test_chain_reference_matches_torch(torch):
 
 def test_training_reference_matches_torch_with_clip_grad_norm(torch):
     case = ch07.CLIPPED.cases(np.random.default_rng(1))[0]
-    W1, b1, W2, b2, X, y, lr, max_norm, steps = case.inputs
+    W1, b1, W2, b2, X, y, lr, max_norm, steps, poisoned = case.inputs
+    assert poisoned  # a step of this run has an infinite target
     params = [torch.tensor(np.array(p, dtype=np.float64), requires_grad=True)
               for p in (W1, b1, W2, b2)]  # fmt: skip
     X, y = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    bad = y.clone()
+    bad[0, 0] = math.inf
     opt = torch.optim.SGD(params, lr=lr)
     norms = []
-    for _ in range(steps):
+    for k in range(steps):
         opt.zero_grad()
         out = torch.tanh(X @ params[0] + params[1]) @ params[2] + params[3]
-        ((out - y) ** 2).mean().backward()
-        norms.append(float(torch.nn.utils.clip_grad_norm_(params, max_norm)))
-        opt.step()
+        ((out - (bad if k in poisoned else y)) ** 2).mean().backward()
+        norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        norms.append(norm if math.isfinite(norm) else math.inf)
+        if math.isfinite(norm):  # the guard: a poisoned batch changes no weight
+            opt.step()
     ref = ch07.train_reference(case.inputs)
     np.testing.assert_allclose(ref["norms"], norms, rtol=1e-9)
     final = np.concatenate([p.detach().numpy().ravel() for p in params])
@@ -312,8 +372,10 @@ def test_solution_notebook_shows_full_marks_for_every_exercise():
     )
 
 
-def test_hand_built_checkpointing_from_the_chapter_also_scores_full_marks():
-    """7.3 accepts the chapter's no_grad + backward(g) version, not only checkpoint()."""
+def test_the_chapters_checkpointing_adapted_to_the_task_scores_under_half():
+    """7.3 is a variant: the chapter's two ways (no_grad + backward(g) by hand, and
+    checkpoint() per segment), given 7.3's signature and sqrt(n) segments, fit only the
+    one-step case's budget."""
     from autodiff_lab import no_grad
 
     def by_hand(step, x, n):
@@ -335,8 +397,18 @@ def test_hand_built_checkpointing_from_the_chapter_also_scores_full_marks():
             g = leaf.grad
         return g
 
-    result = check("7.3", by_hand, show=False)
-    assert result.status == "passed" and result.score == result.max_score, result.to_text()
+    for adapted in (by_hand, chain_gradient):
+        result = check("7.3", adapted, show=False)
+        assert result.score < result.max_score / 2, result.to_text()
+        assert any("over budget" in h for h in result.hints), result.to_text()
+
+
+def test_the_chapters_training_step_adapted_to_7_4_scores_under_half():
+    """7.4 is a variant: the chapter's clipped step (its `train` cell) has no guard, so the
+    first poisoned batch makes every weight NaN; only the clean run's case is left."""
+    result = check("7.4", chapter_clipped_step, show=False)
+    assert result.score < result.max_score / 2, result.to_text()
+    assert any("poisoned batch" in h for h in result.hints), result.to_text()
 
 
 def test_the_nan_of_exercise_7_1_comes_from_inf_times_zero_in_x_times_x():

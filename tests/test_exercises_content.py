@@ -367,7 +367,11 @@ WRONG = [
     ("1.6", _heron_wrong(dx0=0.0), "its tangent is 1, not 0"),
     ("1.6", _heron_wrong(sign=-1.0), "minus sign"),
     ("1.6", lambda a, steps: (sqrt_heron(a, steps)[0], 0.5 / math.sqrt(a)), "limit"),
-    ("2.1", lambda n, m: (m, n, "forward" if n < m else "reverse"), "swapped"),
+    (
+        "2.1",
+        lambda n, m: (m, n, "forward" if n < m else "reverse" if n > m else "either"),
+        "swapped",
+    ),
     ("2.1", lambda n, m: (n, m, "forward"), "choice is not"),
     (
         "2.2",

@@ -17,7 +17,6 @@ real command-line grader (in the sandbox when bubblewrap is installed).
 from __future__ import annotations
 
 import csv
-import math
 
 import numpy as np
 import pytest
@@ -50,21 +49,18 @@ def _chain(top: str = "pass", pre: str = "pass", post: str = "pass") -> list[str
 
 
 HONEST_CHAIN = [
-    "import math\nfrom autodiff_lab import Tensor, checkpoint",
+    "from autodiff_lab import Tensor, checkpoint",
     """
 def _run(step, h, m):
-    for _ in range(m):
-        h = step(h)
-    return h
+    if m == 1:
+        return step(h)
+    half = m // 2
+    h = checkpoint(lambda h: _run(step, h, half))(h)
+    return _run(step, h, m - half)
 
 def chain_gradient(step, x, n):
-    k = max(1, round(math.sqrt(n)))
-    size = math.ceil(n / k)
-    lengths = [min(size, n - s) for s in range(0, n, size)]
-    leaf = h = Tensor(x, requires_grad=True)
-    for m in lengths[:-1]:
-        h = checkpoint(lambda h, m=m: _run(step, h, m))(h)
-    _run(step, h, lengths[-1]).sum().backward()
+    leaf = Tensor(x, requires_grad=True)
+    _run(step, leaf, n).sum().backward()
     return leaf.grad
 """,
 ]
@@ -215,7 +211,7 @@ def test_an_honest_checkpointed_chain_keeps_full_marks(graded):
     "student", ["tm_stop", "tm_reset_peak", "tm_clear", "tm_patch_get", "patch_round", "fork_chain"]
 )
 def test_lying_about_7_3s_memory_scores_only_the_one_step_case(graded, student):
-    """Plain backprop fits the budget only for n = 1 (65 arrays); every other case needs a
+    """Plain backprop fits the budget only for n = 1 (75 arrays); every other case needs a
     memory reading under the budget, and these lies give none or a true one over it."""
     points, maximum, status = _points(graded, student, "7.3")
     assert maximum == 6 and points <= 1 and status == "failed"
@@ -258,19 +254,17 @@ def _plain_chain(step, x, n):
 
 
 def _segments(step, x, n):
-    k = max(1, round(math.sqrt(n)))
-    size = math.ceil(n / k)
-    leaf = h = Tensor(x, requires_grad=True)
-    lengths = [min(size, n - s) for s in range(0, n, size)]
+    """Nested checkpoints (bisection): 7.3's honest answer."""
 
     def run(h, m):
-        for _ in range(m):
-            h = step(h)
-        return h
+        if m == 1:
+            return step(h)
+        half = m // 2
+        h = checkpoint(lambda h: run(h, half))(h)
+        return run(h, m - half)
 
-    for m in lengths[:-1]:
-        h = checkpoint(lambda h, m=m: run(h, m))(h)
-    run(h, lengths[-1]).sum().backward()
+    leaf = Tensor(x, requires_grad=True)
+    run(leaf, n).sum().backward()
     return leaf.grad
 
 

@@ -355,8 +355,14 @@ def _items(value: Any) -> list | None:
 def detected_mistakes(
     exercise: Exercise, cases: list[Case], outcomes: list[Outcome], expected: list[Any]
 ) -> list[str]:
-    """Hints of the known mistakes that explain some wrong value (each hint once, in order)."""
-    hints: list[str] = []
+    """Hints of the known mistakes that explain some wrong value (each hint once, in order).
+
+    A case whose wrong value two or more mistakes explain (on an edge case two mistaken
+    formulas can give the same number, e.g. ``a·db`` and ``da·db`` when ``db = 0``) names
+    none of them by itself: such cases count only when no case singles out a mistake.
+    """
+    single: list[str] = []
+    ambiguous: list[str] = []
     for case, outcome, exp in zip(cases, outcomes, expected, strict=True):
         if outcome.kind != VALUE:
             continue
@@ -365,10 +371,11 @@ def detected_mistakes(
                 continue
         except Exception:
             pass
-        for mistake in exercise.mistakes:
-            if mistake.matches(outcome.value, exp, case) and mistake.hint not in hints:
-                hints.append(mistake.hint)
-    return hints
+        matched = [m.hint for m in exercise.mistakes if m.matches(outcome.value, exp, case)]
+        found = single if len(matched) == 1 else ambiguous
+        found += [h for h in matched if h not in found]
+    hints = single or ambiguous
+    return [m.hint for m in exercise.mistakes if m.hint in hints]
 
 
 def judge_exercise(

@@ -23,10 +23,23 @@ import numpy as np
 
 __all__ = ["Case", "Mistake", "Exercise", "LEVELS", "close"]
 
-#: How much thought an exercise takes, judged by what the student must write:
-#: trivial — one formula given in the text; easy — a few lines the text nearly spells out;
-#: medium — a derivation or an algorithm of one's own; hard — a capstone, a whole engine
-#: or tool, graded on fresh random programs.
+#: How much thought an exercise takes. The rubric asks three things of each exercise: what
+#: the text (the chapter and the exercise's own words) already gives, how many lines the
+#: student designs (counted on the solution, blank lines and comments left out), and which
+#: concepts it needs that the chapter does not state. Then:
+#:
+#: - trivial — the text gives the formula or the code; the answer transcribes it (up to
+#:   about 3 lines, no decision of one's own);
+#: - easy — the text spells out the steps; a few lines (up to about 10) that put the given
+#:   pieces together; nothing the chapter does not teach;
+#: - medium — one thing the text does not give: a derivation, an algorithm to design, or a
+#:   concept beyond the chapter, in up to about 15 lines;
+#: - hard (a capstone) — an engine, a tool or a set of rules of one's own design (more than
+#:   about 12 lines, parts that work together), needing a concept beyond the chapter or
+#:   the design itself, graded on fresh random programs or inputs.
+#:
+#: ``minutes`` is a first attempt by a student who has read the chapter, one or two failed
+#: checks included: trivial 5, easy 10-15, medium 15-40, hard 40-90.
 LEVELS = ("trivial", "easy", "medium", "hard")
 
 RTOL = 1e-6

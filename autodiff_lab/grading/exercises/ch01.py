@@ -41,6 +41,20 @@ def _mul_cases(rng):
     return cases
 
 
+def _tangent_slip(got, exp, case, wrong: float) -> bool:
+    """A mistake in the tangent alone: the primal is right, the tangent is ``wrong`` and not
+    the right one, and ``wrong`` is neither 0 nor an input's own tangent (on an edge case
+    where the mistaken formula gives those, zeros or the identity would match it too)."""
+    tangents = case.inputs[1::2]
+    return (
+        math.isclose(got[0], exp[0], rel_tol=1e-9, abs_tol=1e-12)
+        and math.isclose(got[1], wrong)
+        and not math.isclose(got[1], exp[1])
+        and not math.isclose(wrong, 0.0, abs_tol=1e-12)
+        and not any(math.isclose(wrong, t) for t in tangents)
+    )
+
+
 def _mul_reference(inputs):
     a, da, b, db = inputs
     return [a * b, a * db + da * b]
@@ -61,20 +75,14 @@ MUL = Exercise(
         Mistake(
             "The tangent part multiplied the two tangents. Expand (a + da·ε)(b + db·ε) and "
             "use ε² = 0: the ε term is a·db + da·b.",
-            lambda got, exp, case: (
-                math.isclose(got[1], case.inputs[1] * case.inputs[3])
-                and not math.isclose(got[1], exp[1])
-            ),
+            lambda got, exp, case: _tangent_slip(got, exp, case, case.inputs[1] * case.inputs[3]),
         ),
         Mistake(
             "Only one term of the product rule is there: the tangent of a·b needs both "
             "a·db and da·b.",
             lambda got, exp, case: (
-                not math.isclose(got[1], exp[1])
-                and (
-                    math.isclose(got[1], case.inputs[0] * case.inputs[3])
-                    or math.isclose(got[1], case.inputs[1] * case.inputs[2])
-                )
+                _tangent_slip(got, exp, case, case.inputs[0] * case.inputs[3])
+                or _tangent_slip(got, exp, case, case.inputs[1] * case.inputs[2])
             ),
         ),
         Mistake(
@@ -123,21 +131,16 @@ SIN = Exercise(
         Mistake(
             "The tangent is the derivative cos(x) alone: multiply it by the incoming "
             "tangent dx (chain rule: d sin(u) = cos(u)·du).",
-            lambda got, exp, case: (
-                math.isclose(got[1], math.cos(case.inputs[0])) and not math.isclose(got[1], exp[1])
-            ),
+            lambda got, exp, case: _tangent_slip(got, exp, case, math.cos(case.inputs[0])),
         ),
         Mistake(
             "Sign error: d/dx sin x = +cos x (it is cos whose derivative is -sin).",
-            lambda got, exp, case: (
-                math.isclose(got[1], -exp[1]) and not math.isclose(exp[1], 0.0, abs_tol=1e-12)
-            ),
+            lambda got, exp, case: _tangent_slip(got, exp, case, -exp[1]),
         ),
         Mistake(
             "The tangent should use cos(x), not sin(x).",
-            lambda got, exp, case: (
-                math.isclose(got[1], math.sin(case.inputs[0]) * case.inputs[1], abs_tol=1e-12)
-                and not math.isclose(got[1], exp[1], abs_tol=1e-12)
+            lambda got, exp, case: _tangent_slip(
+                got, exp, case, math.sin(case.inputs[0]) * case.inputs[1]
             ),
         ),
     ),
@@ -187,30 +190,21 @@ DIV = Exercise(
     mistakes=(
         Mistake(
             "The quotient rule has a minus sign: d(a/b) = (da·b - a·db) / b².",
-            lambda got, exp, case: (
-                not math.isclose(got[1], exp[1])
-                and math.isclose(
-                    got[1], _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
-                )
+            lambda got, exp, case: _tangent_slip(
+                got, exp, case, _div_variant(case, lambda a, da, b, db: (da * b + a * db) / b**2)
             ),
         ),
         Mistake(
             "The two terms of the numerator are swapped: it is da·b - a·db (numerator's "
             "tangent first).",
-            lambda got, exp, case: (
-                not math.isclose(got[1], exp[1])
-                and math.isclose(
-                    got[1], _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
-                )
+            lambda got, exp, case: _tangent_slip(
+                got, exp, case, _div_variant(case, lambda a, da, b, db: (a * db - da * b) / b**2)
             ),
         ),
         Mistake(
             "Divide by b squared, not by b: d(a/b) = (da·b - a·db) / b².",
-            lambda got, exp, case: (
-                not math.isclose(got[1], exp[1])
-                and math.isclose(
-                    got[1], _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
-                )
+            lambda got, exp, case: _tangent_slip(
+                got, exp, case, _div_variant(case, lambda a, da, b, db: (da * b - a * db) / b)
             ),
         ),
     ),
@@ -465,8 +459,10 @@ HERON = Exercise(
             lambda got, exp, case: not close(got[0], exp[0]),
         ),
     ),
-    nudges=("Carry a pair (x, dx) through the loop, starting from (a, 1): x_0 = a, and a moves "
-        "with tangent 1.",),
+    nudges=(
+        "Carry a pair (x, dx) through the loop, starting from (a, 1): x_0 = a, and a moves "
+        "with tangent 1.",
+    ),
     reveal="Each step: q, dq = a / x, (1·x - a·dx) / x²; then x, dx = (x + q) / 2, (dx + dq) / 2.",
 )
 

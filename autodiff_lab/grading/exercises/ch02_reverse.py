@@ -1,4 +1,5 @@
-"""Capstone 2.5 (hard): ``vjp`` and ``jacrev`` on top of a reverse pass.
+"""Exercise 2.5 (medium by the rubric in spec.py): ``vjp`` and ``jacrev`` on top of a
+reverse pass.
 
 The student writes a class ``ReverseMode`` with ``vjp(f, x, u) -> (f(x), uᵀJ)`` and
 ``jacrev(f, x) -> J`` (shape ``(m, n)``), both from reverse passes of the library's
@@ -116,7 +117,7 @@ def _vjp_is(got, exp, case, wrong) -> bool:
 REVERSE = Exercise(
     id="2.5",
     title="vjp and jacrev on top of a reverse pass",
-    level="hard",
+    level="medium",
     minutes=30,
     task="write this function of ReverseMode (see the list above)",
     answer="ReverseMode",
@@ -130,6 +131,16 @@ REVERSE = Exercise(
             "This exercise is graded on your own transforms: build them from Tensor and "
             "backward(), not from autodiff_lab.functional (or torch.func / jax).",
             lambda got, exp, case: is_error(got, "LibraryCode"),
+        ),
+        Mistake(
+            "jacrev seeded a reverse pass with a vector of the input's size: one reverse "
+            "pass per *output* entry, u = e_i of the output's size m (rows of J), so the "
+            "loop runs over the outputs, not the inputs.",
+            lambda got, exp, case: (
+                is_error(got, "ValueError")
+                and got.get("at") == "jacrev"
+                and "grad has shape" in got.get("message", "")
+            ),
         ),
         Mistake(
             "The numbers are right but f was never run on a recording Tensor: finite "
@@ -159,8 +170,9 @@ REVERSE = Exercise(
         ),
     ),
     nudges=(
-        "vjp: record f on an input that requires grad, run the reverse pass seeded with u "
-        "(not with ones), and read the gradient that reached the input.",
+        "Look at which cases fail, vjp's or jacrev's. vjp: record f on an input that "
+        "requires grad, run the reverse pass seeded with u (not with ones), and read the "
+        "gradient that reached the input; jacrev: one such pass per output entry.",
     ),
     reveal="jacrev: one vjp per output entry, with the unit vectors e_0 … e_(m-1) as u; stack "
     "the rows.",

@@ -195,7 +195,7 @@ def _sigmoid_grad_is(got, case, make) -> bool:
 SIGMOID = Exercise(
     id="3.3",
     title="sigmoid, numerically stable, with its backward",
-    level="medium",
+    level="easy",
     minutes=15,
     parts=("value", "gradient"),
     task="sigmoid_op(x): return (1/(1+e**-x), backward), without overflow for any float x",

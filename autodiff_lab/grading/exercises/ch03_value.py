@@ -1,8 +1,13 @@
-"""Capstone 3.6 (hard): your own ``Value``, graded on random programs.
+"""Capstone 3.6 (hard): your own ``Value``, differentiable twice, graded on random programs.
 
 The student writes a class ``MyValue`` with ``+ - * /``, ``**`` (number exponent),
 negation, the reflected forms (``2 - x``), ``tanh``, ``exp``, ``relu``, ``backward()`` in
-topological order and ``zero_grad()``. Each case is a program (a list of plain-data
+topological order and ``zero_grad()`` — and what chapter 03's engine does not have:
+``backward(create_graph=True)``, whose gradients are ``MyValue`` nodes recorded by the local
+rules themselves (written with ``MyValue`` operations, not floats), so that a gradient can
+be differentiated again. Most cases (every one but ``zero_grad`` and the long chain) grade a
+row of second derivatives too, so chapter 03's engine, pasted and renamed, scores only
+those two (3 of 15 points). Each case is a program (a list of plain-data
 instructions, see :mod:`autodiff_lab.grading.runners.capstones`) drawn fresh from the
 case seed: single ops with a factor above them, fan-out, two paths of different lengths,
 random DAGs with reused subexpressions (depth up to about 50), ``zero_grad`` between two
@@ -25,7 +30,7 @@ import math
 from collections.abc import Callable
 
 from ...value import Value
-from ..runners.capstones import build_program, value_run
+from ..runners.capstones import build_program, second_derivatives, value_run
 from ..spec import Case, Exercise, Mistake, close
 from ._common import draw, is_error
 
@@ -47,14 +52,20 @@ FAMILIES = ("+", "-", "*", "/", "**", "neg", "tanh", "exp", "relu")
 def value_reference(inputs) -> dict:
     """Values and leaf gradients of the program on :class:`autodiff_lab.Value`.
 
-    ``zero_grad`` mode (backward, zero_grad, backward) must give one pass's gradients.
+    ``zero_grad`` mode (backward, zero_grad, backward) must give one pass's gradients;
+    ``second`` mode adds the second derivatives of :func:`second_derivatives`.
     """
     program, mode = inputs
     nodes, leaves = build_program(Value, program)
-    nodes[-1].backward()
-    result = {"values": [n.data for n in nodes], "grads": [nodes[k].grad for k in leaves]}
+    nodes[-1].backward(create_graph=mode == "second")
+    result: dict = {
+        "values": [n.data for n in nodes],
+        "grads": [float(nodes[k].grad) for k in leaves],
+    }
     if mode == "zero_grad":
         result["after_zero_grad"] = [0.0] * len(nodes)
+    if mode == "second":
+        result["second"] = second_derivatives(nodes, leaves)
     return result
 
 
@@ -65,11 +76,13 @@ WRONG_RULES: dict[str, Callable] = {
     "tanh uses x": lambda x, y, out, c: (1.0 - x * x,),
     "/ denominator sign": lambda x, y, out, c: (1.0 / y, x / (y * y)),
     "** keeps the power": lambda x, y, out, c: (c * x**c,),
+    "** drops the factor": lambda x, y, out, c: (x ** (c - 1),),
     "relu passes all": lambda x, y, out, c: (1.0,),
     "exp uses x": lambda x, y, out, c: (x,),
 }
 _WRONG_RULE_FAMILY = {
     "tanh uses x": "tanh", "/ denominator sign": "/", "** keeps the power": "**",
+    "** drops the factor": "**",
     "relu passes all": "relu", "exp uses x": "exp",
 }  # fmt: skip
 
@@ -99,6 +112,10 @@ def _forward(program, wrong_rule: str | None = None):
         else:
             ps, x = (a[0],), vals[a[0]]
         out, loc = _rule(op, x, y, c)
+        if wrong_rule == "** drops the factor" and op in ("/", "n/"):
+            # a / b written as a * b ** -1 (the chapter's way) inherits the slip: the
+            # derivative of b ** -1 loses its factor -1
+            loc = (1.0 / y, x / (y * y)) if op == "/" else (c / (x * x),)
         if (
             wrong_rule is not None
             and _WRONG_RULE_FAMILY[wrong_rule] == fam
@@ -330,7 +347,23 @@ def _swapped_reflected(got, exp, case) -> bool:
     return False
 
 
+def _second_only_wrong(got, exp, case) -> bool:
+    """Every first derivative right, some second derivative wrong (or not recorded)."""
+    return (
+        case.inputs[1] == "second"
+        and got.get("second") is not None
+        and close(got["grads"], exp["grads"])
+        and not close(got.get("second"), exp["second"])
+    )
+
+
+def _not_recorded(got, exp, case) -> bool:
+    return got.get("second") is None and "not recorded" in str(got.get("second_error", ""))
+
+
 def _zero_grad_incomplete(got, exp, case) -> bool:
+    if "zero_grad() left" in str(got.get("second_error", "")):
+        return True  # seen before the second backward pass (runners.capstones)
     return case.inputs[1] == "zero_grad" and any(g != 0 for g in got["after_zero_grad"])
 
 
@@ -497,15 +530,27 @@ def _order_program(rng) -> list:
     return program
 
 
+def _plus_square_of_first_leaf(program: list) -> list:
+    """root + x0 * x0: the first leaf's gradient is then never 0 (relu may cut its other
+    paths), so its second derivatives are always there to grade."""
+    program = [*program, ("*", 0, 0)]
+    return [*program, ("+", len(program) - 2, len(program) - 1)]
+
+
+def _second(name: str, program: list) -> Case:
+    return Case(f"{name} (+ x0², second derivatives too)",
+                (_plus_square_of_first_leaf(program), "second"))  # fmt: skip
+
+
 def _value_cases(rng):
-    cases = [Case(f"ops: {name}", (program, "backward")) for name, program in _single_ops(rng)]
+    cases = [_second(f"ops: {name}", program) for name, program in _single_ops(rng)]
     x = _leaf_value(rng)
-    cases.append(Case("fan-out: x * x + x", ([("leaf", x), ("*", 0, 0), ("+", 1, 0)], "backward")))
-    cases.append(Case("two paths of different lengths", (_order_program(rng), "backward")))
+    cases.append(_second("fan-out: x * x + x", [("leaf", x), ("*", 0, 0), ("+", 1, 0)]))
+    cases.append(_second("two paths of different lengths", _order_program(rng)))
     for k, (n_leaves, n_ops) in enumerate([(3, 30), (4, 45), (4, 80)]):
         program = random_dag(rng, n_leaves, n_ops)
         name = f"random DAG {k + 1}: {len(program)} nodes, depth {depth(program)}"
-        cases.append(Case(name, (program, "backward")))
+        cases.append(_second(name, program))
     program = random_dag(rng, 3, 15)
     cases.append(Case("zero_grad(), then backward() again", (program, "zero_grad")))
     program = long_chain(rng)
@@ -515,9 +560,9 @@ def _value_cases(rng):
 
 MY_VALUE = Exercise(
     id="3.6",
-    title="Your Value",
+    title="Your Value, differentiable twice",
     level="hard",
-    minutes=60,
+    minutes=90,
     task="write this method of MyValue (see the list above)",
     answer="MyValue",
     cases=_value_cases,
@@ -529,6 +574,28 @@ MY_VALUE = Exercise(
             "This exercise is graded on your own class: MyValue must not be, subclass, borrow "
             "methods from or wrap a library's Value (autodiff_lab, micrograd, torch…).",
             lambda got, exp, case: is_error(got, "LibraryCode"),
+        ),
+        Mistake(
+            "backward(create_graph=True) failed: backward must take a create_graph argument "
+            "(False by default) that records the gradients as MyValue nodes.",
+            lambda got, exp, case: is_error(got, "TypeError")
+            and got.get("at") == "backward(create_graph=True)"
+            and "create_graph" in got.get("message", ""),
+        ),
+        Mistake(
+            "After backward(create_graph=True) a leaf's .grad is a plain number, not a "
+            "MyValue: seed the root with MyValue(1.0) and write every rule with MyValue "
+            "operations (out.grad * other, not out.grad * other.data), so that the "
+            "gradient is recorded.",
+            _not_recorded,
+        ),
+        Mistake(
+            "The first derivatives are right but the second ones are not: some rule still "
+            "uses a plain number where a recorded value is needed (other.data, "
+            "math.tanh(x.data), a local derivative computed in floats), so that factor is a "
+            "constant to the second backward pass. Under create_graph every factor that "
+            "depends on the inputs must be a MyValue.",
+            _second_only_wrong,
         ),
         Mistake(
             "RecursionError on the long chain: a recursive build_topo goes one Python call "
@@ -574,6 +641,11 @@ MY_VALUE = Exercise(
             _wrong_rule("** keeps the power"),
         ),
         Mistake(
+            "The power rule multiplies by the exponent: d(x**n)/dx = n·x**(n-1), not "
+            "x**(n-1) (and a / b written as a * b**-1 inherits that factor -1).",
+            _wrong_rule("** drops the factor"),
+        ),
+        Mistake(
             "relu passes the gradient only where x > 0 (0 elsewhere).",
             _wrong_rule("relu passes all"),
         ),
@@ -591,7 +663,9 @@ MY_VALUE = Exercise(
     ),
     nudges=("Find the first failing case: the `ops:` cases test one family of operations each.",),
     reveal="Each op: compute out, then define out._backward adding local derivative × out.grad "
-    "to each input's .grad; backward(): topological order, root.grad = 1, reversed walk.",
+    "to each input's .grad, the local derivative built from MyValue nodes (tanh: 1 - out * "
+    "out); backward(create_graph): topological order, root.grad = MyValue(1.0) if "
+    "create_graph else 1.0, reversed walk.",
 )
 
 

@@ -361,7 +361,11 @@ SOFTMAX = Exercise(
         Mistake(
             "The whole array sums to 1: normalise each slice along `axis` separately "
             "(sum with axis=axis, keepdims=True).",
-            lambda got, exp, case: np.ndim(case.inputs[0]) > 1 and np.isclose(np.sum(got), 1.0),
+            lambda got, exp, case: (
+                np.ndim(case.inputs[0]) > 1
+                and np.shape(got) == np.shape(case.inputs[0])
+                and np.isclose(np.sum(got), 1.0)
+            ),
         ),
     ),
     nudges=(

@@ -163,8 +163,9 @@ def _wrong_axis(got, exp, case) -> bool:
     shape, right = np.shape(x), _axes(axis, np.ndim(x))
     if keepdims or axis is None:
         return False
+    leading = tuple(range(len(right)))  # g broadcast as it is: the no-expand mistake's own
     for positions in itertools.combinations(range(len(shape)), len(right)):
-        if positions == right:
+        if positions in (right, leading):
             continue
         candidate = _expanded_at(g, positions, shape)
         if candidate is None:

@@ -335,7 +335,10 @@ LINEAR = Exercise(
         Mistake(
             "db must have b's shape (out,): sum G over the batch axis (axis=0).",
             lambda got, exp, case: (
-                not isinstance(got, dict) and np.shape(got[3]) != np.shape(exp[3])
+                not isinstance(got, dict)
+                and len(got) == 4
+                and all(np.shape(got[k]) == np.shape(exp[k]) for k in range(3))
+                and np.shape(got[3]) != np.shape(exp[3])
             ),
         ),
         Mistake(

@@ -105,8 +105,14 @@ def _nth_reference(inputs):
 
 
 def _is_order(got, case, k) -> bool:
+    """``got`` is f's derivative of order k, and on this case that number is neither the
+    right one, nor 0, nor f(x) itself (which zeros or f returned unchanged would give)."""
     name, x, n = case.inputs
-    if k < 0 or math.isclose(_derivative(name, x, k), _derivative(name, x, n), abs_tol=1e-9):
+    wrong = _derivative(name, x, k)
+    if k < 0 or any(
+        math.isclose(wrong, other, abs_tol=1e-9)
+        for other in (_derivative(name, x, n), 0.0, *([_derivative(name, x, 0)] if k else []))
+    ):
         return False
     return math.isclose(got, _derivative(name, x, k), rel_tol=1e-6, abs_tol=1e-9)
 
@@ -264,6 +270,13 @@ _GRADIENTS = {  # closed forms, only to recognise the "returned the gradient" mi
 }
 
 
+def _is_directional(got, case) -> bool:
+    """``got`` is grad f(x) · v, a number that is not 0 here (zeros would match it too)."""
+    name, x, v = case.inputs
+    wrong = float(_GRADIENTS[name](np.array(x)) @ np.array(v))
+    return not math.isclose(wrong, 0.0, abs_tol=1e-12) and close(float(got), wrong)
+
+
 def _hvp_cases(rng):
     cases = []
     for name in sorted(VECTOR_FUNCTIONS):
@@ -289,8 +302,8 @@ def _hvp_reference(inputs):
 HVP = Exercise(
     id="6.3",
     title="A Hessian-vector product without the Hessian",
-    level="easy",
-    minutes=10,
+    level="trivial",
+    minutes=5,
     task="hvp(f, x, v): return H(x) @ v for a scalar f, as the jvp of grad(f) along v",
     answer="hvp",
     cases=_hvp_cases,
@@ -313,7 +326,7 @@ HVP = Exercise(
         Mistake(
             "One number is the directional derivative of f (grad f · v). H v is the "
             "directional derivative of the *gradient*: jvp(grad(f), (x,), (v,)).",
-            lambda got, exp, case: np.ndim(got) == 0,
+            lambda got, exp, case: np.ndim(got) == 0 and _is_directional(got, case),
         ),
     ),
     nudges=("H v = d/dε grad f(x + ε v) at ε = 0: a jvp of the function grad(f).",),

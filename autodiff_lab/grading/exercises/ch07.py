@@ -4,7 +4,14 @@
 ``logsumexp`` as a custom jvp (graded on inputs where the naive rule overflows), 7.3 the
 gradient of a long chain under a memory budget (checkpointing; the student's process
 measures its peak memory with ``tracemalloc``), 7.4 a planted exploding training run, tamed
-by clipping the gradient norm.
+by clipping the gradient norm, whose step is skipped when a poisoned batch makes the
+gradient non-finite (the chapter's training loop clips but has no such guard: pasted, it
+turns every weight into NaN at the first poisoned batch).
+
+7.3 is a variant the chapter did not write: the chapter splits the chain into about √n
+segments (memory that grows like √n); the budget here grows like log n, which no segment
+count from 10 to 75 meets at n = 1024 (measured): it takes checkpoints nested inside
+checkpoints (recursive bisection, or several levels).
 
 References are closed forms and plain numpy (never the engine): the norm and its gradient,
 the stable log-sum-exp and the softmax, the chain rule of an elementwise chain as a product
@@ -23,7 +30,14 @@ import math
 
 import numpy as np
 
-from ..runners.ch07 import _chain_run, _clipped_run, _logsumexp_run, _safe_norm_run
+from ..runners.ch07 import (
+    _chain_run,
+    _clipped_run,
+    _logsumexp_run,
+    _safe_norm_run,
+    finite_or_inf,
+    poisoned_targets,
+)
 from ..spec import Case, Exercise, Mistake, close
 from ._common import draw, finite, is_error
 
@@ -89,6 +103,9 @@ SAFE_NORM = Exercise(
                 _is_zero_case(case)
                 and not math.isclose(got["value"], 0.0, abs_tol=1e-8)
                 and got["value"] > 1e-3
+                and got["grad"] is not None  # the double where's gradient at 0: all zeros
+                and finite(got["grad"])
+                and not np.any(np.asarray(got["grad"], dtype=float))
             ),
         ),
         Mistake(
@@ -234,12 +251,15 @@ WIDTH = 2000  # numbers per vector of the chain (one array is 16 kB)
 
 
 def MEMORY_BUDGET(n: int) -> float:  # noqa: N802 (a formula, named like the constant it is)
-    """Peak memory allowed for a chain of n steps, in arrays of the chain: 15 √n + 50.
+    """Peak memory allowed for a chain of n steps, in arrays of the chain: 10 log2(n) + 75.
 
     Plain backprop keeps about 5 arrays per step here (three values and the engine's
-    bookkeeping), so it exceeds this from n = 100 on; √n segments stay near 11 √n.
+    bookkeeping); the chapter's single level of k segments keeps k boundaries plus one
+    segment's graph, which grows like √n whatever k: over this budget at n = 1024, the
+    shortest long case, for every k from 10 to 75; checkpoints nested by bisection keep a
+    few arrays per level and fit at 1024 and 2048. tests/test_exercises_ch07.py measures both.
     """
-    return 15 * math.sqrt(n) + 50
+    return 10 * math.log2(n) + 75
 
 
 _STEP_DERIVATIVES = {  # d step(h) / dh, closed form
@@ -265,11 +285,11 @@ def _chain_gradient(name: str, x, n: int) -> np.ndarray:
 def _chain_cases(rng):
     cases = []
     for name, n in [
-        ("0.9 tanh(h) + 0.1", 100),
-        ("h + 0.1 sin(h)", 256),
-        ("0.9 tanh(h) + 0.1", 400),
-        ("h + 0.1 sin(h)", 400),
-        ("0.9 tanh(h) + 0.1", 900),
+        ("0.9 tanh(h) + 0.1", 1024),
+        ("h + 0.1 sin(h)", 1536),
+        ("0.9 tanh(h) + 0.1", 1280),  # its gradient, about 0.67**n, underflows by n = 2048
+        ("h + 0.1 sin(h)", 1280),
+        ("h + 0.1 sin(h)", 2048),
     ]:
         x = np.round(rng.uniform(-2.0, 2.0, WIDTH), 4).tolist()
         cases.append(
@@ -315,11 +335,11 @@ def _chain_compare(got, expected) -> bool:
 
 CHAIN = Exercise(
     id="7.3",
-    title="Checkpoint a long chain under a memory budget",
+    title="Checkpoints inside checkpoints: a long chain in log n memory",
     level="medium",
-    minutes=20,
+    minutes=40,
     task="chain_gradient(step, x, n): d sum(h_n)/dx for h_0 = x, h_(t+1) = step(h_t), "
-    "with peak memory under 15*sqrt(n) + 50 arrays (checkpoint segments of the chain)",
+    "with peak memory under 10*log2(n) + 75 arrays of the chain",
     answer="chain_gradient",
     cases=_chain_cases,
     run=_chain_run,
@@ -328,10 +348,10 @@ CHAIN = Exercise(
     mistakes=(
         Mistake(
             "The gradient is right but the peak memory is over budget. Plain backprop keeps "
-            "about 5 arrays per step (values and bookkeeping), so memory grows with n; with "
-            "k checkpointed segments the peak is about k boundaries plus two segments' "
-            "graphs (the last one, recorded, and the one being recomputed). Choose k near "
-            "sqrt(n) and wrap every segment but the last in checkpoint(...).",
+            "about 5 arrays per step, so memory grows with n; one level of k checkpointed "
+            "segments keeps k boundaries plus a segment's graph of n/k steps, which grows like "
+            "sqrt(n) whatever k. The budget grows like log n: the segment being "
+            "recomputed must itself be checkpointed, and so on inside it.",
             lambda got, exp, case: (
                 _right_gradient(got, exp) and got["peak_arrays"] > exp["peak_arrays_max"]
             ),
@@ -344,10 +364,10 @@ CHAIN = Exercise(
             lambda got, exp, case: got["peak_arrays"] is None,
         ),
     ),
-    nudges=("Plain backprop is right but keeps every step; checkpoint(f)(h) keeps only h and "
-        "runs f again in the backward pass.",),
-    reveal="k = round(sqrt(n)) segments; h = checkpoint(lambda h, m=m: run(h, m))(h) for each "
-        "segment but the last (bind m in the lambda!), then run the last, .sum().backward().",
+    nudges=("checkpoint(f)(h) keeps only h and runs f again, recording, in the backward pass; "
+        "f may itself call checkpoint. What if running m steps checkpoints its first half?",),
+    reveal="def run(h, m): if m == 1: return step(h); else h = checkpoint(lambda h: "
+        "run(h, m // 2))(h) and return run(h, m - m // 2). Then run(leaf, n).sum().backward().",
 )
 
 
@@ -355,25 +375,28 @@ CHAIN = Exercise(
 
 
 def train_reference(inputs, *, clip: str = "norm", accumulate: bool = False,
-                    report: str = "before") -> dict:  # fmt: skip
+                    report: str = "before", guard: bool = True) -> dict:  # fmt: skip
     """The run of 7.4 written out in numpy: tanh layer, linear layer, MSE, plain SGD.
 
     ``clip``: ``"norm"`` (the task: all gradients scaled by ``min(1, max_norm/(norm +
     1e-6))``, as PyTorch and ``optim.clip_grad_norm_``), ``"none"`` or ``"value"`` (each
     entry clipped to ±max_norm); ``accumulate``: gradients never zeroed; ``report``: the
-    norm returned, ``"before"`` or ``"after"`` clipping. Returns the norms and the final
+    norm returned, ``"before"`` or ``"after"`` clipping; ``guard``: a step whose gradient
+    norm is not finite (the poisoned batches) changes no weight. A norm that is not finite
+    is recorded as inf, as the runner records it. Returns the norms and the final
     parameters (W1, b1, W2, b2 flattened), as the runner does.
     """
-    W1, b1, W2, b2, X, y, lr, max_norm, steps = inputs
+    W1, b1, W2, b2, X, y, lr, max_norm, steps, poisoned = inputs
     params = [np.array(p, dtype=np.float64) for p in (W1, b1, W2, b2)]
     X, y = np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
+    bad = poisoned_targets(y)
     held = [np.zeros_like(p) for p in params]
     norms = []
     with np.errstate(all="ignore"):
-        for _ in range(steps):
+        for k in range(steps):
             W1_, b1_, W2_, b2_ = params
             H = np.tanh(X @ W1_ + b1_)
-            r = H @ W2_ + b2_ - y
+            r = H @ W2_ + b2_ - (bad if k in poisoned else y)
             d_out = 2 * r / r.size  # d mean(r²) / d out
             d_z = (d_out @ W2_.T) * (1 - H * H)
             grads = [X.T @ d_z, d_z.sum(axis=0), H.T @ d_out, d_out.sum(axis=0)]
@@ -384,31 +407,37 @@ def train_reference(inputs, *, clip: str = "norm", accumulate: bool = False,
             elif clip == "value":
                 held = [np.clip(g, -max_norm, max_norm) for g in held]
             after = math.sqrt(sum(float(np.sum(g * g)) for g in held))
-            norms.append(total if report == "before" else after)
+            norms.append(finite_or_inf(total if report == "before" else after))
+            if guard and not math.isfinite(total):
+                continue  # the poisoned batch: no weight changes
             params = [p - lr * g for p, g in zip(params, held)]
     return {"norms": norms, "params": np.concatenate([p.ravel() for p in params]).tolist()}
 
 
-def _planted_run(rng, scale: float, lr: float, steps: int, max_norm: float) -> tuple:
-    """Plain data for one planted run: weights ``scale`` times too large, a large lr."""
+def _planted_run(rng, scale: float, lr: float, steps: int, max_norm: float,
+                 poisoned: tuple[int, ...] = ()) -> tuple:  # fmt: skip
+    """Plain data for one planted run: weights ``scale`` times too large, a large lr; the
+    batches of the steps in ``poisoned`` have an infinite target."""
     n_in, hidden, rows = 3, 8, 16
     X = np.round(rng.normal(size=(rows, n_in)), 4)
     y = np.round(np.sin(X @ np.array([1.0, -2.0, 0.5]))[:, None], 4)
     W1 = np.round(rng.normal(0, scale / math.sqrt(n_in), size=(n_in, hidden)), 4)
     W2 = np.round(rng.normal(0, scale / math.sqrt(hidden), size=(hidden, 1)), 4)
     return (W1.tolist(), [0.0] * hidden, W2.tolist(), [0.0], X.tolist(), y.tolist(), lr,
-            max_norm, steps)  # fmt: skip
+            max_norm, steps, list(poisoned))  # fmt: skip
 
 
 def _clip_cases(rng):
     cases = []
-    for scale, lr, max_norm in [(4.0, 1.5, 1.0), (6.0, 1.0, 1.0), (4.0, 2.0, 0.5),
-                                (8.0, 1.2, 2.0)]:  # fmt: skip
+    for scale, lr, max_norm, poisoned in [(4.0, 1.5, 1.0, (3,)), (6.0, 1.0, 1.0, (0, 17)),
+                                          (4.0, 2.0, 0.5, (12, 13)),
+                                          (8.0, 1.2, 2.0, (29,))]:  # fmt: skip
+        steps = ", ".join(str(k) for k in poisoned)
         cases.append(
             Case(
                 f"planted: weights {scale:g}x too large, lr {lr:g}, max_norm {max_norm:g}, "
-                "30 steps",
-                _planted_run(rng, scale, lr, 30, max_norm),
+                f"30 steps; poisoned batch at step {steps} (counting from 0)",
+                _planted_run(rng, scale, lr, 30, max_norm, poisoned),
             )
         )
     cases.append(
@@ -426,17 +455,25 @@ def _run_is(got, case, **variant) -> bool:
 
 CLIPPED = Exercise(
     id="7.4",
-    title="Diagnose and tame an exploding training run",
+    title="Tame an exploding training run and survive a poisoned batch",
     level="medium",
-    minutes=25,
+    minutes=20,
     task="clipped_step(model, optimizer, X, y, max_norm): one SGD step on mean((model(X) - y)**2) "
-    "with the gradient norm clipped to max_norm; return the norm before clipping",
+    "with the gradient norm clipped to max_norm, skipped when that norm is not finite; "
+    "return the norm before clipping",
     answer="clipped_step",
     cases=_clip_cases,
     run=_clipped_run,
     reference=train_reference,
     compare=lambda got, exp: close(got, exp, rtol=1e-5, atol=1e-8),
     mistakes=(
+        Mistake(
+            "A poisoned batch (an infinite target) was stepped on: its gradient is inf or NaN, "
+            "and one such step turns every weight into NaN for good. Look at the norm before "
+            "stepping: when it is not finite (math.isfinite), skip optimizer.step() and "
+            "return the norm.",
+            lambda got, exp, case: _run_is(got, case, guard=False),
+        ),
         Mistake(
             "No clipping took effect: the norms grow step after step (the run explodes). "
             "Call optim.clip_grad_norm_(model.parameters(), max_norm) between backward() "
@@ -462,10 +499,12 @@ CLIPPED = Exercise(
     ),
     nudges=(
         "Per step, in this order: reset the gradients, the mean squared error, backward, "
-        "clip the gradients' total norm, then the optimizer's step.",
+        "clip the gradients' total norm, then the optimizer's step — unless that norm is "
+        "not finite.",
     ),
-    reveal="optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients in place "
-        "and returns their norm before clipping.",
+    reveal="norm = optim.clip_grad_norm_(model.parameters(), max_norm) scales the gradients "
+        "in place and returns their norm before clipping; call optimizer.step() only if "
+        "math.isfinite(norm).",
 )
 
 

@@ -229,6 +229,13 @@ def _none_sums_batch(x, bdim, axis):
     return np.sum(x, axis=a), bdim if a > bdim else bdim - 1
 
 
+def _shift_needed(case) -> bool:
+    """The example's axis moves in the batched array here (it sits at or after bdim); where it
+    does not, the unshifted rule sums the right axis, and only out_bdim can be wrong."""
+    x, bdim, axis = case.inputs
+    return axis is not None and _example_axis(axis, np.asarray(x)) >= bdim
+
+
 def _rule_mistake(*faulty_rules):
     def detect(got, expected, case) -> bool:
         if close(got, expected):
@@ -259,7 +266,8 @@ BATCH_SUM = Exercise(
         Mistake(
             "The example's axis was used as an axis of the batched array. When the batch "
             "axis sits at or before it, the example's axis `axis` is axis + 1 of x.",
-            _rule_mistake(_no_shift, _no_shift_bdim_kept),
+            lambda got, exp, case: _shift_needed(case)
+            and _rule_mistake(_no_shift, _no_shift_bdim_kept)(got, exp, case),
         ),
         Mistake(
             "The right axis was summed, but out_bdim is off by one: when the summed axis "
@@ -534,8 +542,8 @@ def _missing_inputs(got, expected, case) -> bool:
 TRANSPOSE = Exercise(
     id="8.3",
     title="Transpose a linear program",
-    level="medium",
-    minutes=25,
+    level="hard",
+    minutes=45,
     task="transpose_program(program, input_sizes, ct): {input name: cotangent} — the "
     "program's linear map transposed, applied to the output cotangent ct",
     answer="transpose_program",

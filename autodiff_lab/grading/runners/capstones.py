@@ -26,7 +26,9 @@ Program instructions for :func:`value_run` (``i``, ``j`` index earlier instructi
     ("**", i, c)                      node ** number
     ("neg", i) ("tanh", i) ("exp", i) ("relu", i)
 
-The last instruction is the root.
+The last instruction is the root. In mode "second" the root's gradient is recorded
+(``backward(create_graph=True)``) and the gradient of the first leaf is differentiated
+again: :func:`second_derivatives`, one definition for the runner and the reference.
 """
 
 from __future__ import annotations
@@ -125,13 +127,37 @@ def build_program(cls, program):
     return nodes, [k for k, (op, *_) in enumerate(program) if op == "leaf"]
 
 
+SECOND = "backward(create_graph=True)"  # the step of mode "second", as error records name it
+
+
+def second_derivatives(nodes, leaves) -> list[float] | str:
+    """After ``root.backward(create_graph=True)``: d(d root / d leaf_0) / d leaf_j for every
+    leaf j (a row of the Hessian), by ``backward()`` on the first leaf's gradient after
+    ``root.zero_grad()`` (which must reset every node of the root's graph, the ones an op
+    made inside itself too, e.g. ``b ** -1`` in ``a / b``). A message (str) when that
+    gradient is not a node, or when zero_grad() left a program node's .grad not 0."""
+    first = nodes[leaves[0]].grad
+    if not callable(getattr(first, "backward", None)):
+        return (
+            f"after {SECOND} the first leaf's .grad is a {type(first).__name__}, not a "
+            "node: the gradient was not recorded"
+        )
+    nodes[-1].zero_grad()
+    if any(number(node.grad) != 0 for node in nodes):
+        return "zero_grad() left some .grad not 0, so the second backward() cannot be read"
+    first.backward()
+    return [number(nodes[k].grad) for k in leaves]
+
+
 def value_run(answer, inputs):
     """Run one program on the student's class: values of every node and leaf gradients.
 
     ``inputs = (program, mode)``; mode "backward" runs ``root.backward()`` once,
-    "zero_grad" runs backward, ``root.zero_grad()``, then backward again.
+    "zero_grad" runs backward, ``root.zero_grad()``, then backward again, "second" runs
+    ``root.backward(create_graph=True)`` and then :func:`second_derivatives`.
     Returns ``{"values": [...], "grads": [...]}`` (in "zero_grad" mode also
-    ``"after_zero_grad"``: every node's ``.grad`` right after ``zero_grad()``) or an error
+    ``"after_zero_grad"``: every node's ``.grad`` right after ``zero_grad()``; in "second"
+    mode also ``"second"``, or ``"second": None`` and ``"second_error"``) or an error
     record naming the instruction or step that failed (``"at"``).
     """
     program, mode = inputs
@@ -155,23 +181,37 @@ def value_run(answer, inputs):
         if package:
             return library_error(f"MyValue objects hold {package}'s objects; build your own")
     root = nodes[-1]
-    steps = ["backward", "zero_grad", "backward"] if mode == "zero_grad" else ["backward"]
+    steps = {"zero_grad": ["backward", "zero_grad", "backward"], "second": [SECOND]}
     after_zero_grad = None
-    for step in steps:
+    for step in steps.get(mode, ["backward"]):
         try:
-            getattr(root, step)()
+            if step == SECOND:
+                root.backward(create_graph=True)
+            else:
+                getattr(root, step)()
             if step == "zero_grad":
                 after_zero_grad = [number(node.grad) for node in nodes]
         except RecursionError as exc:
             return error_result(exc)
         except (TypeError, AttributeError, ValueError, ZeroDivisionError, OverflowError) as exc:
             return {**error_result(exc), "at": step}
-    result = {
+    result: dict = {
         "values": [number(node.data) for node in nodes],
         "grads": [number(nodes[k].grad) for k in leaves],
     }
     if after_zero_grad is not None:
         result["after_zero_grad"] = after_zero_grad
+    if mode == "second":
+        try:
+            second = second_derivatives(nodes, leaves)
+        except RecursionError as exc:
+            return error_result(exc)
+        except (TypeError, AttributeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+            second = f"the second backward() failed: {type(exc).__name__}: {exc}"[:300]
+        if isinstance(second, str):
+            result.update(second=None, second_error=second)
+        else:
+            result["second"] = second
     return result
 
 

@@ -1,7 +1,8 @@
 """What the student's process runs for ch07's exercises: call the answer on the inputs.
 
-Chapter 07 exercises: a NaN gradient fixed, a stable custom vjp, checkpointing under a
-memory budget, a training run tamed by gradient clipping.
+Chapter 07 exercises: a NaN gradient fixed, a stable custom jvp, nested checkpointing
+under a memory budget, a training run tamed by gradient clipping and guarded against a
+poisoned batch.
 
 Each ``*_run(answer, inputs)`` turns the student's answer and one case's inputs into plain
 data. Nothing here knows the right result: references and mistakes live in
@@ -169,9 +170,24 @@ def _chain_run(answer, inputs):
 # --- 7.4 a training run tamed by gradient clipping ---------------------------------------------
 
 
+def poisoned_targets(y: np.ndarray) -> np.ndarray:
+    """7.4's poisoned batch: the targets with one entry infinite (a corrupt label), so the
+    loss and the gradient are not finite. One definition, for this runner and the reference."""
+    bad = np.array(y, dtype=np.float64)
+    bad.flat[0] = np.inf
+    return bad
+
+
+def finite_or_inf(norm: float) -> float:
+    """A norm as 7.4 grades it (here and in the reference): NaN and inf both mean "not
+    finite", recorded as inf."""
+    return norm if np.isfinite(norm) else np.inf
+
+
 def _clipped_run(answer, inputs):
-    """Train the planted network ``steps`` steps with the student's ``clipped_step``."""
-    W1, b1, W2, b2, X, y, lr, max_norm, steps = inputs
+    """Train the planted network ``steps`` steps with the student's ``clipped_step``; at the
+    steps listed in ``poisoned`` the batch's targets are :func:`poisoned_targets`."""
+    W1, b1, W2, b2, X, y, lr, max_norm, steps, poisoned = inputs
     first, second = nn.Linear(len(W1), len(W1[0])), nn.Linear(len(W2), len(W2[0]))
     for layer, W, b in ((first, W1, b1), (second, W2, b2)):
         layer.W.data = np.array(W, dtype=np.float64)
@@ -179,9 +195,11 @@ def _clipped_run(answer, inputs):
     model = nn.Sequential(first, nn.Tanh(), second)
     optimizer = optim.SGD(model.parameters(), lr=lr)
     X, y = np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
+    bad = poisoned_targets(y)
     norms = []
     with np.errstate(all="ignore"):
-        for _ in range(steps):
-            norms.append(number(answer(model, optimizer, X, y, max_norm)))
+        for k in range(steps):
+            targets = bad if k in poisoned else y
+            norms.append(finite_or_inf(number(answer(model, optimizer, X, targets, max_norm))))
     params = [as_array(p.data).ravel() for p in model.parameters()]
     return {"norms": norms, "params": np.concatenate(params).tolist()}
