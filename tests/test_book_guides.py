@@ -86,6 +86,15 @@ def checked_by(test: str, name: str) -> Callable[[], bool]:
     return lambda: f"def {name}(" in text_of(f"tests/{test}")
 
 
+def minutes_within(ranges: dict[str, tuple[int, int]]) -> bool:
+    """Every course exercise's minutes lie in the range the rubric gives its level."""
+    from autodiff_lab.grading import registry
+
+    return all(
+        ranges[e.level][0] <= e.minutes <= ranges[e.level][1] for e in registry.course_exercises()
+    )
+
+
 def chapters() -> set[str]:
     return {p.name[:2] for p in ROOT.glob("notebooks/[0-9][0-9]_*.ipynb")}
 
@@ -131,16 +140,26 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     ),
     (
         "student",
-        "chapters 02 to 06 are graded",
+        "The capstones (3.6, 4.6, 4.7, 5.6, 8.3) are graded",
         checked_by(
             "test_guide_claims.py", "test_the_capstones_the_guide_names_are_the_hard_exercises"
         ),
     ),
     # --- exercises ------------------------------------------------------------------------
+    ("exercises", "up to about 3 lines", says("autodiff_lab/grading/spec.py", "about 3 lines")),
+    ("exercises", "(up to about 10)", says("autodiff_lab/grading/spec.py", "(up to about 10)")),
+    ("exercises", "up to about 15 lines", says("autodiff_lab/grading/spec.py", "about 15 lines")),
     (
         "exercises",
-        "a 5,000-op chain",
-        says("tests/test_capstones_value.py", "assert len(chain) - 1 >= 5000"),
+        "more than about 12 lines",
+        says("autodiff_lab/grading/spec.py", "about 12 lines"),
+    ),
+    (
+        "exercises",
+        "trivial 5 minutes, easy 10–15, medium 15–40, hard 40–90",
+        lambda: minutes_within(
+            {"trivial": (5, 5), "easy": (10, 15), "medium": (15, 40), "hard": (40, 90)}
+        ),  # fmt: skip
     ),
     # --- lecturer -------------------------------------------------------------------------
     (
