@@ -1,8 +1,9 @@
 """Chapter 02 in Notebook 7 (the classic-style interface, ``/notebooks/...``), in Chromium.
 
-Open the chapter, run every cell from the Run menu (the chapter leaves its stepper at step
-5 of 7), then press the backward stepper's "step" button as a student does and check the
-kernel sent a new drawing: the caption moves to step 6 and the picture's SVG changes. Screenshot:
+Open the chapter, run every cell from the Run menu (the stepper stays at step 0 of 7, the
+seed, where the text starts), then press the backward stepper's "step" button as a student
+does and check the kernel sent a new drawing: the caption moves to step 1, one node is
+highlighted and the picture's SVG changes. Screenshot:
 ``artifacts/screenshots/notebook7_backward_stepper.png``.
 """
 
@@ -86,7 +87,8 @@ def test_chapter_02_backward_stepper_in_notebook7(browser_page, jupyter_server, 
     expect(page.locator("#main-panel, .jp-NotebookPanel").first).to_be_visible()
     assert page.locator(".jp-LabShell").count() == 0  # Notebook 7's shell, not JupyterLab's
     run_all(page, jupyter_server, CHAPTER)
-    # The chapter's next cell moves the stepper on (stepper.step = 5), so read where it is.
+    # After Run All the stepper is where the chapter's text starts: step 0, the seed (the
+    # cells after it read later steps with grads_at, they do not move the widget).
     stepper = (
         page.locator(".jp-OutputArea-output", has=page.locator(".widget-button"))
         .filter(has_text="step ▶")
@@ -101,13 +103,13 @@ def test_chapter_02_backward_stepper_in_notebook7(browser_page, jupyter_server, 
     )
     stepper.scroll_into_view_if_needed()
     caption = stepper.locator(".widget-html-content").first
-    expect(caption).to_contain_text("Step 5 of 7")
+    expect(caption).to_contain_text("Step 0 of 7: the seed")
     drawing = stepper.locator(".widget-html-content svg").first
     before = drawing.evaluate("svg => svg.outerHTML")
-    assert stepper.locator(ACTIVE).count() == 1  # node a, whose rule runs at step 5
+    assert stepper.locator(ACTIVE).count() == 0  # the seed: no rule has run yet
 
     step.click()
-    expect(caption).to_contain_text("Step 6 of 7")
+    expect(caption).to_contain_text("Step 1 of 7")
     expect(stepper.locator(ACTIVE)).to_have_count(1)
     after = stepper.locator(".widget-html-content svg").first.evaluate("svg => svg.outerHTML")
     assert after != before  # the drawing changed: another node is highlighted
