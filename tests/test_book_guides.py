@@ -156,6 +156,11 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     ),
     (
         "exercises",
+        "Between 12 and 15 lines the count does not decide",
+        says("autodiff_lab/grading/spec.py", "Between 12 and 15 lines"),
+    ),
+    (
+        "exercises",
         "trivial 5 minutes, easy 10–15, medium 15–40, hard 40–90",
         lambda: minutes_within(
             {"trivial": (5, 5), "easy": (10, 15), "medium": (15, 40), "hard": (40, 90)}

@@ -36,7 +36,9 @@ __all__ = ["Case", "Mistake", "Exercise", "LEVELS", "close"]
 #:   concept beyond the chapter, in up to about 15 lines;
 #: - hard (a capstone) — an engine, a tool or a set of rules of one's own design (more than
 #:   about 12 lines, parts that work together), needing a concept beyond the chapter or
-#:   the design itself, graded on fresh random programs or inputs.
+#:   the design itself, graded on fresh random programs or inputs. Between 12 and 15 lines
+#:   the count does not decide: a medium answer is one idea written out, a hard one parts
+#:   of one's own design that must work together.
 #:
 #: ``minutes`` is a first attempt by a student who has read the chapter, one or two failed
 #: checks included: trivial 5, easy 10-15, medium 15-40, hard 40-90.

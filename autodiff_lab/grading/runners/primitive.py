@@ -1,4 +1,4 @@
-"""What the student's process runs for capstone 6.5: a new primitive, ``logaddexp``.
+"""What the student's process runs for exercise 6.5: a new primitive, ``logaddexp``.
 
 The student's answer is the operation :func:`autodiff_lab.extend.define_primitive`
 returned. Each case is one program of a few lines, run here on the student's op; what
