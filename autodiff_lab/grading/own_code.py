@@ -316,22 +316,16 @@ def _load_private(grading: str) -> dict:
     return loaded
 
 
-def _load_runner(spec: dict, grading: str):
+def _load_runner(spec: dict, grading: str, import_file):
     """The exercise's ``run``: a course runner from its file under the private package, or
-    a lecturer's runners module from its file (imported as the policy allows)."""
-    import importlib.util
-
+    a lecturer's runners module from its file (imported as the policy allows), with
+    ``import_file`` (grading/importing.py, loaded privately)."""
     name, file = str(spec["module"]), spec.get("file")
     prefix = "autodiff_lab.grading."
     if name.startswith(prefix):
         name = PRIVATE + "." + name[len(prefix) :]
         file = os.path.join(grading, *name.split(".")[1:]) + ".py"
-    module_spec = importlib.util.spec_from_file_location(name, file)
-    if module_spec is None or module_spec.loader is None:
-        raise ImportError(f"cannot load the runners module {name!r}")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
+    module = import_file(name, file, f"the runners module {name!r}")
     return getattr(module, str(spec["name"]))
 
 
@@ -493,7 +487,7 @@ def _child_main(events_fd: int) -> None:
     private = _load_private(grading)
     worker = private["worker"]
     events = worker.Events(events_fd)
-    run = _load_runner(request["run"], grading)
+    run = _load_runner(request["run"], grading, private["importing"].import_file)
     sys.path.append(os.getcwd())  # the notebook's helper modules, as in the worker
     names = tuple(str(m) for m in request["switched_off"])
     places = _locations(list(names))
