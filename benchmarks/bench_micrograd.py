@@ -3,7 +3,7 @@
 1. micrograd's demo step: MLP 2-16-16-1 on 100 two-moons points, SVM max-margin loss
    + L2, forward + backward + SGD. Engines: micrograd; our ``Value`` building exactly
    micrograd's graph (a ``*`` and a ``+`` node per weight); our ``nn.MLP`` (one ``·`` node
-   per neuron). Same data, same starting weights. Target: <= 0.10x micrograd's time.
+   per neuron). Same data, same starting weights. Target: <= 0.08x micrograd's time.
 2. A chain of N ops, backward time per node for N = 10^3 ... 10^6 (flat = linear total).
 """
 
