@@ -36,6 +36,7 @@ import numpy as np
 
 from ..graph import topological_order
 from ..kinds import is_node
+from ..tensor import Tensor
 from . import render
 
 # Okabe–Ito colours (strong, for borders) and light tints of them (for fills).
@@ -106,8 +107,6 @@ def escape_record(text: str) -> str:
 
 def is_tensor(node) -> bool:
     """True for a ``Tensor`` (its data is always an ndarray: 0-d after a full reduction)."""
-    from ..tensor import Tensor
-
     return isinstance(node, Tensor)
 
 

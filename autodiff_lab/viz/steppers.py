@@ -37,6 +37,8 @@ import numpy as np
 
 from ..graph import backpropagate, topological_order
 from ..kinds import is_node
+from ..tensor import Tensor
+from ..value import Value
 from .drawing import (
     GraphView,
     combined_order,
@@ -581,9 +583,6 @@ class ForwardStepper(_Stepper):
         max_nodes: int | None = 200,
         large: bool = False,
     ):
-        from ..tensor import Tensor
-        from ..value import Value
-
         inputs = list(inputs) if isinstance(inputs, list | tuple) else [inputs]
         if tangents is None:
             tangents = [1.0] + [0.0] * (len(inputs) - 1)
