@@ -301,15 +301,6 @@ class FloatGradients(RulesInFloats):
     def backward(self, create_graph=False):
         Right.backward(self, create_graph=False)
 
-    def __add__(self, other):
-        other = self._lift(other)
-
-        def back(g):
-            self.grad += g
-            other.grad += g
-
-        return self._node(self.data + other.data, (self, other), back)
-
     def _unary(self, out, local):
         node = None
 
@@ -472,11 +463,13 @@ def _torch_op(torch, op, x, y, c):
     return simple[op]()
 
 
-def _torch_program(torch, program):
+def _torch_build(torch, program, **leaf_options):
+    """(nodes, leaves): ``program`` built with torch scalars (leaves made with
+    ``leaf_options``, e.g. a dtype)."""
     nodes, leaves = [], []
     for op, *a in program:
         if op == "leaf":
-            nodes.append(torch.tensor(float(a[0]), requires_grad=True))
+            nodes.append(torch.tensor(float(a[0]), requires_grad=True, **leaf_options))
             leaves.append(nodes[-1])
         elif op in ("+", "-", "*", "/"):
             nodes.append(_torch_op(torch, op, nodes[a[0]], nodes[a[1]], None))
@@ -484,6 +477,11 @@ def _torch_program(torch, program):
             nodes.append(_torch_op(torch, op, nodes[a[1]], None, a[0]))
         else:
             nodes.append(_torch_op(torch, op, nodes[a[0]], None, a[1] if len(a) > 1 else None))
+    return nodes, leaves
+
+
+def _torch_program(torch, program):
+    nodes, leaves = _torch_build(torch, program)
     nodes[-1].backward()
     return [n.item() for n in nodes], [leaf.grad.item() for leaf in leaves]
 
@@ -505,18 +503,7 @@ def test_second_derivative_references_agree_with_torch(torch):
     seconds = [c for c in cases if c.inputs[1] == "second"]
     assert len(seconds) >= 10
     for case in seconds:
-        program = case.inputs[0]
-        nodes, leaves = [], []
-        for op, *a in program:
-            if op == "leaf":
-                nodes.append(torch.tensor(float(a[0]), dtype=torch.float64, requires_grad=True))
-                leaves.append(nodes[-1])
-            elif op in ("+", "-", "*", "/"):
-                nodes.append(_torch_op(torch, op, nodes[a[0]], nodes[a[1]], None))
-            elif op[0] == "n" and op != "neg":
-                nodes.append(_torch_op(torch, op, nodes[a[1]], None, a[0]))
-            else:
-                nodes.append(_torch_op(torch, op, nodes[a[0]], None, a[1] if len(a) > 1 else None))
+        nodes, leaves = _torch_build(torch, case.inputs[0], dtype=torch.float64)
         (g0,) = torch.autograd.grad(nodes[-1], leaves[0], create_graph=True)
         row = torch.autograd.grad(g0, leaves, allow_unused=True)
         expected = [0.0 if r is None else r.item() for r in row]
