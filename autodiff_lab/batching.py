@@ -29,11 +29,11 @@ import numpy as np
 
 from . import ops
 from . import primitives as P
+from .binding import bind
 from .dual import Dual, new_tag
 from .kinds import BatchedArray, Traced, constant
 from .methods import ArrayMethods, _plain_index
-
-Axes = int | None | Sequence[Any]
+from .types import Axes, Fn, Operand, Shape, Tree
 
 
 class Batched(BatchedArray, ArrayMethods):
@@ -44,11 +44,11 @@ class Batched(BatchedArray, ArrayMethods):
     __slots__ = ("val", "tag")
     __array_ufunc__ = None  # ndarray + Batched defers to Batched.__radd__
 
-    def __init__(self, val: Any, tag: int) -> None:
+    def __init__(self, val: Operand, tag: int) -> None:
         self.val, self.tag = val, tag
 
     @classmethod
-    def _apply(cls, prim: P.Primitive, *inputs: Any, **params: Any) -> Batched:
+    def _apply(cls, prim: P.Primitive, *inputs: Operand, **params: Any) -> Batched:
         """Apply ``prim`` to the batch: unwrap this call's batches (the newest tag among
         the inputs; other values are the same for every example) and run its batching rule."""
         tag = max(x.tag for x in (*inputs, *params.values()) if isinstance(x, Batched))
@@ -82,9 +82,9 @@ class Batched(BatchedArray, ArrayMethods):
                     f"{list(params)}) is not supported; only the inputs may be batched"
                 )
         if prim.batch == "broadcasting":  # elementwise: the batch axis rides along
-            out = P.bind(prim, *P.batch_aligned(args, batched), **params)
+            out = bind(prim, *P.batch_aligned(args, batched), **params)
         else:
-            out = prim.batch(args, batched, **params)  # type: ignore[operator]
+            out = prim.batch(args, batched, **params)  # type: ignore[operator]  # (not a str)
         (size,) = sizes
         if ops.shape(out)[:1] != (size,):
             raise RuntimeError(
@@ -96,7 +96,7 @@ class Batched(BatchedArray, ArrayMethods):
     # --- facts about one example ---------------------------------------------------
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> Shape:
         return tuple(ops.shape(self.val)[1:])
 
     @property
@@ -116,7 +116,7 @@ class Batched(BatchedArray, ArrayMethods):
 
     @property
     def batch_size(self) -> int:
-        return ops.shape(self.val)[0]
+        return int(ops.shape(self.val)[0])
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -132,10 +132,10 @@ class Batched(BatchedArray, ArrayMethods):
             _map_plain(lambda v: np.asarray(v).astype(dtype), self.constant().val), self.tag
         )
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> Operand:
         if _holds_batch(index):  # each example has its own index (a class label…)
             return _take_per_example(self, index)
-        index = _plain_index(index)
+        index = _plain_index(index)  # type: ignore[no-untyped-call]  # (unannotated there)
         try:
             np.empty(self.shape)[index]  # the check, on one example's shape
         except IndexError as e:
@@ -144,7 +144,7 @@ class Batched(BatchedArray, ArrayMethods):
 
     # --- comparisons: per example, no derivative (masks in rules, control by data) ---
 
-    def _compare(self, other: Any, op: Callable) -> Batched:
+    def _compare(self, other: Operand, op: Callable[[Any, Any], Any]) -> Batched:
         a, b = constant(self), constant(other)
         tag = max(x.tag for x in (a, b) if isinstance(x, Batched))
         batched = [isinstance(x, Batched) and x.tag == tag for x in (a, b)]
@@ -163,10 +163,10 @@ class Batched(BatchedArray, ArrayMethods):
     def __ge__(self, other: Any) -> Any:
         return self._compare(other, operator.ge)
 
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+    def __eq__(self, other: Any) -> Any:
         return self._compare(other, operator.eq)
 
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+    def __ne__(self, other: Any) -> Any:
         return self._compare(other, operator.ne)
 
     __hash__ = object.__hash__
@@ -181,7 +181,7 @@ class Batched(BatchedArray, ArrayMethods):
         return f"Batched(batch of {self.batch_size}, example shape {self.shape}, tag={self.tag})"
 
 
-def _take_per_example(x: Any, index: Any) -> Batched:
+def _take_per_example(x: Operand, index: Any) -> Batched:
     """``x[index]`` where the index differs from example to example (``logp[y]`` with a
     batch of labels ``y``): ONE integer-array index of the whole batch, ``arange(B)``
     choosing each example's own slice. Indices are integers and integer arrays only."""
@@ -211,17 +211,17 @@ def _take_per_example(x: Any, index: Any) -> Batched:
         for v, b in zip(vals, batched)
     ]
     rows = np.arange(size).reshape((size,) + (1,) * rank)  # example k reads its own slice
-    return Batched(P.bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
+    return Batched(bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
 
 
-def _map_plain(fn: Callable, val: Any) -> Any:
+def _map_plain(fn: Callable[[Any], Any], val: Operand) -> Operand:
     """``fn`` on a plain array, or on the plain array inside the batches of outer calls."""
     if isinstance(val, Batched):
         return Batched(_map_plain(fn, val.val), val.tag)
     return fn(val)
 
 
-def _holds_batch(value: Any) -> bool:
+def _holds_batch(value: Tree) -> bool:
     if isinstance(value, tuple | list):
         return any(_holds_batch(v) for v in value)
     return isinstance(value, BatchedArray)
@@ -230,7 +230,7 @@ def _holds_batch(value: Any) -> bool:
 # --- vmap -------------------------------------------------------------------------------
 
 
-def vmap(f: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> Callable:
+def vmap(f: Fn, in_axes: Axes = 0, out_axes: Axes = 0) -> Fn:
     """``vmap(f)(xs)`` = ``stack([f(x) for x in xs])``, computed in one pass over the batch.
 
     ``in_axes`` says, for each positional argument, which axis holds the batch (an int),
@@ -241,7 +241,7 @@ def vmap(f: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> Callable:
     one array or a tuple/list of them.
     """
 
-    def vmapped(*args: Any) -> Any:
+    def vmapped(*args: Tree) -> Tree:
         axes = _per_argument(in_axes, len(args))
         tag = new_tag()
         sizes: list[tuple[int, int, int]] = []  # (size, argument, axis)
@@ -267,7 +267,7 @@ def vmap(f: Callable, in_axes: Axes = 0, out_axes: Axes = 0) -> Callable:
     return vmapped
 
 
-def _per_argument(in_axes: Axes, n: int) -> tuple:
+def _per_argument(in_axes: Axes, n: int) -> tuple[Axes, ...]:
     if in_axes is None or isinstance(in_axes, int):
         return (in_axes,) * n
     if not isinstance(in_axes, tuple | list):
@@ -283,7 +283,9 @@ def _per_argument(in_axes: Axes, n: int) -> tuple:
     return tuple(in_axes)
 
 
-def _batch_argument(x: Any, axis: Any, tag: int, k: int, sizes: list) -> Any:
+def _batch_argument(
+    x: Tree, axis: Any, tag: int, k: int, sizes: list[tuple[int, int, int]]
+) -> Tree:
     """Argument ``k`` with its batch axis moved to the front and wrapped as a batch."""
     if isinstance(x, tuple | list):
         items = axis if isinstance(axis, tuple | list) else [axis] * len(x)
@@ -306,7 +308,7 @@ def _batch_argument(x: Any, axis: Any, tag: int, k: int, sizes: list) -> Any:
     return Batched(ops.move_axis(x, axis % len(shape), 0), tag)
 
 
-def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
+def _unbatch_output(out: Tree, out_axes: Axes, tag: int, size: int) -> Tree:
     """The batch of call ``tag`` taken out of ``out``, its axis put at ``out_axes``."""
     if isinstance(out, tuple | list):
         axes = out_axes if isinstance(out_axes, tuple | list) else [out_axes] * len(out)
@@ -344,7 +346,7 @@ def _unbatch_output(out: Any, out_axes: Axes, tag: int, size: int) -> Any:
     return ops.move_axis(val, 0, out_axes % ndim)
 
 
-def _holds_tag(x: Any, tag: int) -> bool:
+def _holds_tag(x: Operand, tag: int) -> bool:
     """Whether the batch of call ``tag`` is inside ``x`` (under other batches or duals)."""
     while isinstance(x, Batched | Dual):
         if isinstance(x, Batched) and x.tag == tag:
@@ -356,7 +358,7 @@ def _holds_tag(x: Any, tag: int) -> bool:
 # --- reverse mode inside vmap --------------------------------------------------------------
 
 
-def batch_levels(values: Sequence[Any]) -> list[tuple[int, int]]:
+def batch_levels(values: Sequence[Operand]) -> list[tuple[int, int]]:
     """The ``(tag, batch size)`` of every vmap call whose batches occur in ``values``,
     oldest call first."""
     found: dict[int, int] = {}
@@ -367,7 +369,7 @@ def batch_levels(values: Sequence[Any]) -> list[tuple[int, int]]:
     return sorted(found.items())
 
 
-def lift(x: Any, levels: Sequence[tuple[int, int]]) -> Any:
+def lift(x: Operand, levels: Sequence[tuple[int, int]]) -> Operand:
     """``x`` with the batch axes of all ``levels`` in front (oldest first), as one plain
     array or graph node: a value the same for every example is repeated along its axis."""
     if not levels:
@@ -380,12 +382,12 @@ def lift(x: Any, levels: Sequence[tuple[int, int]]) -> Any:
     return lift(inner, older)
 
 
-def wrap(raw: Any, levels: Sequence[tuple[int, int]]) -> Any:
+def wrap(raw: Operand, levels: Sequence[tuple[int, int]]) -> Operand:
     """The inverse of :func:`lift`: the leading axes of ``raw`` made batches again."""
     for tag, _ in levels:
         raw = Batched(raw, tag)
     return raw
 
 
-def has_batch(values: Sequence[Any]) -> bool:
+def has_batch(values: Sequence[Operand]) -> bool:
     return any(isinstance(v, Batched) for v in values)

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 
 from . import primitives as P
+from .binding import PLAIN_TYPES, bind
 from .kinds import DualNumber, Traced, constant, is_node, stop_gradient, zeros_like
 from .methods import ArrayMethods
-from .primitives import bind
+from .types import Operand, Shape
 
 _tags = itertools.count(1)
 
@@ -39,7 +40,7 @@ class Dual(DualNumber, ArrayMethods):
     __slots__ = ("primal", "tangent", "tag")
     __array_ufunc__ = None  # ndarray * Dual defers to Dual.__rmul__
 
-    def __init__(self, primal: Any, tangent: Any = None, tag: int = 0) -> None:
+    def __init__(self, primal: Operand, tangent: Operand = None, tag: int = 0) -> None:
         if isinstance(primal, list | tuple):
             primal = np.asarray(primal, dtype=float)
         if not isinstance(primal, numbers.Number | np.ndarray | Traced):
@@ -58,17 +59,17 @@ class Dual(DualNumber, ArrayMethods):
         self.primal, self.tangent, self.tag = primal, tangent, tag
 
     @classmethod
-    def _new(cls, primal: Any, tangent: Any, tag: int) -> Dual:
+    def _new(cls, primal: Operand, tangent: Operand, tag: int) -> Dual:
         """A dual from an operation's result (already consistent: no checks needed)."""
         out = cls.__new__(cls)
         out.primal, out.tangent, out.tag = primal, tangent, tag
         return out
 
     @classmethod
-    def _apply(cls, fn: P.Primitive, *inputs: Any, **params: Any) -> Dual:
+    def _apply(cls, fn: P.Primitive, *inputs: Operand, **params: Any) -> Dual:
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
-            plain = type(x) in P.PLAIN_TYPES or isinstance(x, numbers.Number)
+            plain = type(x) in PLAIN_TYPES or isinstance(x, numbers.Number)
             if plain or isinstance(x, Traced):
                 continue
             raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
@@ -96,7 +97,7 @@ class Dual(DualNumber, ArrayMethods):
         return Dual._new(primal, zeros_like(primal), self.tag)
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> Shape:
         return np.shape(constant(self.primal))
 
     @property

@@ -21,19 +21,20 @@ new rule; each one declares whether it is linear (``Primitive.linear``).
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import graph
+from .binding import bind
 from .dual import Dual, new_tag
 from .graph import topological_order
 from .kinds import Node, Traced
 from .ops import shape
-from .primitives import Primitive, bind
+from .primitives import Primitive
 from .tensor import Tensor
+from .types import Fn, Operand, Params, Shape, Tree
 
 
 @dataclass
@@ -55,9 +56,9 @@ class LinearNode:
     index: int
     op: str
     args: tuple[int | None, ...] = ()
-    constants: tuple[Any, ...] = ()
-    params: dict = field(default_factory=dict)
-    shape: tuple = ()
+    constants: tuple[Operand, ...] = ()
+    params: Params = field(default_factory=dict)
+    shape: Shape = ()
     dtype: Any = np.float64
     label: str = ""
     text: str = ""
@@ -109,12 +110,12 @@ class LinearGraph:
         ops = ", ".join(n.op for n in self.nodes if n.op != "input")
         return f"<LinearGraph: {len(self.inputs)} input(s), ops [{ops}]>"
 
-    def __call__(self, *tangents: Any) -> Any:
+    def __call__(self, *tangents: Operand) -> Tree:
         return self.apply(*tangents)
 
     # --- the jvp direction -----------------------------------------------------------
 
-    def apply(self, *tangents: Any, record: bool = False) -> Any:
+    def apply(self, *tangents: Operand, record: bool = False) -> Any:
         """``J t``: the output tangent(s) for these input tangents (one per primal).
 
         Each node's op runs on its linear inputs' tangents and its constants. With
@@ -136,6 +137,7 @@ class LinearGraph:
                 values[node.index] = node.zeros().copy()
                 continue
             args = [values[a] if a is not None else c for a, c in zip(node.args, node.constants)]
+            # (node.prim is None only for "input" and "zeros", skipped above)
             values[node.index] = bind(node.prim, *args, **node.params)  # type: ignore[arg-type]
         outs = [_plain(values[o], s) for o, s in zip(self.outputs, self._scalar_outputs)]
         result = self._structure(outs) if self._structure else outs[0]
@@ -143,7 +145,7 @@ class LinearGraph:
 
     # --- the transposed direction ----------------------------------------------------
 
-    def transpose_apply(self, cotangent: Any, record: bool = False) -> Any:
+    def transpose_apply(self, cotangent: Tree, record: bool = False) -> Any:
         """``Jᵀ ct``: one cotangent per primal, for a cotangent shaped like the output.
 
         The nodes run in reverse order, each replaced by its transpose
@@ -186,7 +188,7 @@ class LinearGraph:
         return found
 
 
-def _checked(t: Any, node: LinearNode, where: str) -> Any:
+def _checked(t: Operand, node: LinearNode, where: str) -> Operand:
     """A tangent or cotangent as an array (or traced value) of the node's shape."""
     if not isinstance(t, Traced):
         t = np.asarray(t, dtype=node.dtype)
@@ -195,14 +197,14 @@ def _checked(t: Any, node: LinearNode, where: str) -> Any:
     return t
 
 
-def _plain(x: Any, scalar: bool) -> Any:
+def _plain(x: Operand, scalar: bool) -> Operand:
     """A float for a number's tangent, else the array (or traced value) as it is."""
     if scalar and not isinstance(x, Traced):
         return float(x)
     return x
 
 
-def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph for arrays)
+def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph]:
     """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map.
 
     ``f_jvp(*tangents)`` equals ``jvp(f, primals, tangents)[1]`` for every tangent, but
@@ -243,7 +245,9 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:  # (a LinearGraph 
     return (type(out)(primal_outs) if several else primal_outs[0]), lin
 
 
-def _linear_graph(leaves: list[Tensor], tangent_outs: list, primal_outs: list) -> LinearGraph:
+def _linear_graph(
+    leaves: list[Tensor], tangent_outs: list[Operand], primal_outs: list[Operand]
+) -> LinearGraph:
     """The recorded tangent graph as a list of :class:`LinearNode` (checked linear)."""
     nodes: list[LinearNode] = []
     index: dict[Node, int] = {}
@@ -252,7 +256,7 @@ def _linear_graph(leaves: list[Tensor], tangent_outs: list, primal_outs: list) -
         nodes.append(
             LinearNode(len(nodes), "input", shape=leaf.shape, dtype=leaf.dtype, label=f"ṫ{k}")
         )
-    outputs = []
+    outputs: list[int] = []
     for t, p in zip(tangent_outs, primal_outs, strict=True):
         if not isinstance(t, Tensor) or not t.requires_grad:  # constant: zero tangent
             dtype = np.result_type(p) if not isinstance(p, Traced) else np.float64
@@ -303,7 +307,7 @@ class Transposable(Protocol):
     """A linear map that can be run backwards (a :class:`LinearGraph`, or the jvp-based
     map of :func:`autodiff_lab.functional.linearize` inside another transformation)."""
 
-    def transpose_apply(self, cotangent: Any) -> tuple: ...
+    def transpose_apply(self, cotangent: Tree) -> tuple[Operand, ...]: ...
 
 
 class LinearTranspose:
@@ -312,14 +316,14 @@ class LinearTranspose:
     def __init__(self, graph: Transposable) -> None:
         self.graph = graph
 
-    def __call__(self, cotangent: Any) -> tuple:
+    def __call__(self, cotangent: Tree) -> tuple[Operand, ...]:
         return self.graph.transpose_apply(cotangent)
 
     def __repr__(self) -> str:
         return f"<LinearTranspose of {self.graph!r}>"
 
 
-def linear_transpose(f_jvp: Transposable | Callable, *primals: Any) -> LinearTranspose:
+def linear_transpose(f_jvp: Transposable | Fn, *primals: Operand) -> LinearTranspose:
     """The transpose of a linear map: ``linear_transpose(f_jvp)(ct)`` is ``Jᵀ ct``.
 
     ``f_jvp`` is the :class:`LinearGraph` from :func:`linearize`; then

@@ -16,15 +16,17 @@ constant times ``f`` — without ever forming ``H``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from .binding import bind
 from .dual import Dual
 from .graph import topological_order
-from .kinds import BatchedArray, is_node
-from .primitives import bind
+from .kinds import BatchedArray, Node, is_node
+from .types import Operand, Tree
 
 
-def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> Any:
+def replay(
+    outputs: Tree, substitutions: Mapping[Node, Operand], cache: dict[Node, Operand] | None = None
+) -> Tree:
     """Re-evaluate the graph behind ``outputs`` with ``substitutions`` (node -> new value).
 
     ``outputs`` is a graph node, a plain value, or a (nested) tuple/list of them; the
@@ -42,10 +44,10 @@ def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> A
     changed.update(substitutions)
     keep_graph = any(_holds_node(v) for v in substitutions.values())
 
-    def unchanged(node):
+    def unchanged(node: Node) -> Operand:
         return node if keep_graph else node.data
 
-    def new_value(out):
+    def new_value(out: Tree) -> Tree:
         if isinstance(out, tuple | list):
             return type(out)(new_value(o) for o in out)
         if isinstance(out, Dual):  # graphs inside a dual (f closed over a jvp's dual):
@@ -67,7 +69,7 @@ def replay(outputs: Any, substitutions: Mapping, cache: dict | None = None) -> A
     return new_value(outputs)
 
 
-def _holds_node(x: Any) -> bool:
+def _holds_node(x: Operand) -> bool:
     """Whether a graph node is inside ``x`` (a dual's primal or tangent, at any depth): a
     tangent being recorded (``linearize``) counts as much as a primal."""
     if isinstance(x, Dual):

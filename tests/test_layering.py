@@ -13,6 +13,7 @@ the type of what it applies).
 The engine's layers, lowest first (:data:`ENGINE_LAYERS`); a module imports only modules
 of lower layers (and of its own layer, when the two are not a cycle):
 
+0. ``types`` — the names of what the signatures pass around (``Operand``, ``Fn``…);
 1. ``kinds`` — what a graph node, a tracer, a dual number and a batch are;
 2. ``binding`` — ``bind``, which applies an entry, and the registry of entries;
 3. ``ops`` — the math functions of every kind of number (each applies its entry by name);
@@ -39,6 +40,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_lab"
 
 ENGINE_LAYERS: list[tuple[str, ...]] = [
+    ("types",),
     ("kinds",),
     ("binding",),
     ("ops",),
