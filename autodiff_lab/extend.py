@@ -30,14 +30,16 @@ from __future__ import annotations
 import inspect
 import numbers
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import graph, ops
+from .binding import PRIMITIVES, bind
 from .dual import Dual, new_tag
 from .kinds import (
+    Node,
     Traced,
     Tracer,
     constant,
@@ -47,8 +49,9 @@ from .kinds import (
     stop_gradient,  # noqa: F401  (part of this module's API)
     zeros_like,
 )
-from .primitives import EVERYWHERE, PRIMITIVES, Domain, Primitive, bind
+from .primitives import EVERYWHERE, Domain, Primitive
 from .tensor import Tensor, stack
+from .types import Fn, Operand, Params, Rule, Shape
 from .value import Value
 
 __all__ = [
@@ -62,11 +65,11 @@ USER_PRIMITIVES: dict[str, Primitive] = {}  # name -> entry, for primitives made
 # --- helpers ------------------------------------------------------------------------------
 
 
-def _shape_of(x: Any) -> tuple:
+def _shape_of(x: Operand) -> Shape:
     return tuple(np.shape(constant(x)))
 
 
-def _plain_result(out: Any, inputs: Sequence) -> Any:
+def _plain_result(out: Operand, inputs: Sequence[Operand]) -> Operand:
     """A user function's result on plain inputs, as the engine holds it: a graph value
     it made (``concatenate`` of arrays gives a constant ``Tensor``) as its data, and a
     numpy scalar for Python-number inputs as a Python float (``Value`` holds floats:
@@ -78,7 +81,7 @@ def _plain_result(out: Any, inputs: Sequence) -> Any:
     return out
 
 
-def _check_share(name: str, position: int, share: Any, like: Any) -> None:
+def _check_share(name: str, position: int, share: Operand, like: Operand) -> None:
     """A vjp rule's result must have the shape of its input (None: no gradient)."""
     if share is not None and _shape_of(share) != _shape_of(like):
         raise ValueError(
@@ -88,7 +91,7 @@ def _check_share(name: str, position: int, share: Any, like: Any) -> None:
         )
 
 
-def _check_tangent(name: str, tangent: Any, out: Any) -> None:
+def _check_tangent(name: str, tangent: Operand, out: Operand) -> None:
     """A jvp rule's result must have the shape of the output."""
     if tangent is not None and _shape_of(tangent) != _shape_of(out):
         raise ValueError(
@@ -98,13 +101,13 @@ def _check_tangent(name: str, tangent: Any, out: Any) -> None:
         )
 
 
-def _inner(a: Any, b: Any) -> Any:
+def _inner(a: Operand, b: Operand) -> Operand:
     """``Σ a·b`` over all entries (a plain product for scalars); works on traced values."""
     prod = a * b
     return ops.sum(prod) if _shape_of(prod) else prod
 
 
-def _stack(values: list) -> Any:
+def _stack(values: list[Operand]) -> Operand:
     """``values`` (numbers, arrays, graph values, duals or ``vmap`` batches, all of one
     shape) stacked along a new axis 0: a plain array when none is traced."""
     if any(isinstance(v, Traced) for v in values):
@@ -112,20 +115,20 @@ def _stack(values: list) -> Any:
     return np.stack([np.asarray(v, dtype=np.result_type(v, float)) for v in values])
 
 
-def _assemble(entries: list, shape: tuple) -> Any:
+def _assemble(entries: list[Operand], shape: Shape) -> Operand:
     """Numbers (one per entry of ``shape``, in C order) as one array of ``shape``."""
     if not shape:
         return entries[0]
     return ops.reshape(_stack(entries), shape)
 
 
-def _batch_by_loop(prim: Primitive) -> Callable:
+def _batch_by_loop(prim: Primitive) -> Rule:
     """A batching rule for ``vmap`` that applies ``prim`` to one example at a time and
     stacks the results (batch axis first): always right, as slow as a Python loop. The
     entries made here (custom rules, checkpoints) get it; a user primitive can do better
     with ``batch="broadcasting"`` or a rule of its own."""
 
-    def rule(args: Sequence, batched: Sequence[bool], **params: Any) -> Any:
+    def rule(args: Sequence[Operand], batched: Sequence[bool], **params: Any) -> Operand:
         size = next(ops.shape(a)[0] for a, b in zip(args, batched) if b)
         return _stack(
             [
@@ -140,7 +143,7 @@ def _batch_by_loop(prim: Primitive) -> Callable:
 # --- define_primitive -----------------------------------------------------------------------
 
 
-def _arity(name: str, forward: Callable, vjp: Sequence | None, jvp: Sequence | None) -> int:
+def _arity(name: str, forward: Fn, vjp: Sequence[Rule] | None, jvp: Sequence[Rule] | None) -> int:
     """The number of inputs: the positional parameters of ``forward`` without a default
     (or, for ``forward(*xs)`` and builtins, the number of rules given)."""
     rules = len(vjp) if vjp is not None else len(jvp) if jvp is not None else 1
@@ -154,8 +157,8 @@ def _arity(name: str, forward: Callable, vjp: Sequence | None, jvp: Sequence | N
     return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
-def _missing_rule(name: str, mode: str) -> Callable:
-    def rule(*args: Any, **params: Any) -> Any:
+def _missing_rule(name: str, mode: str) -> Rule:
+    def rule(*args: Operand, **params: Any) -> Operand:
         what = (
             "reverse mode (backward(), grad, vjp, jacrev) needs its vjp rules: pass vjp=..."
             if mode == "vjp"
@@ -166,7 +169,7 @@ def _missing_rule(name: str, mode: str) -> Callable:
     return rule
 
 
-def _as_rules(name: str, rules: Any, n: int, mode: str) -> tuple[Callable, ...]:
+def _as_rules(name: str, rules: Sequence[Rule] | None, n: int, mode: str) -> tuple[Rule, ...]:
     if rules is None:
         return (_missing_rule(name, mode),) * n
     if callable(rules):
@@ -183,8 +186,8 @@ def _as_rules(name: str, rules: Any, n: int, mode: str) -> tuple[Callable, ...]:
     return rules
 
 
-def _checked_vjp(name: str, i: int, rule: Callable) -> Callable:
-    def checked(g: Any, out: Any, *inputs: Any, **params: Any) -> Any:
+def _checked_vjp(name: str, i: int, rule: Rule) -> Rule:
+    def checked(g: Operand, out: Operand, *inputs: Operand, **params: Any) -> Operand:
         share = rule(g, out, *inputs, **params)
         _check_share(name, i, share, inputs[i])
         return share
@@ -192,8 +195,8 @@ def _checked_vjp(name: str, i: int, rule: Callable) -> Callable:
     return checked
 
 
-def _checked_jvp(name: str, rule: Callable) -> Callable:
-    def checked(t: Any, out: Any, *inputs: Any, **params: Any) -> Any:
+def _checked_jvp(name: str, rule: Rule) -> Rule:
+    def checked(t: Operand, out: Operand, *inputs: Operand, **params: Any) -> Operand:
         tangent = rule(t, out, *inputs, **params)
         _check_tangent(name, tangent, out)
         return tangent
@@ -216,15 +219,15 @@ def _domain(name: str, domain: Any) -> Domain:
 
 def define_primitive(
     name: str,
-    forward: Callable,
-    vjp: Callable | Sequence[Callable] | None = None,
-    jvp: Callable | Sequence[Callable] | None = None,
+    forward: Fn,
+    vjp: Rule | Sequence[Rule] | None = None,
+    jvp: Rule | Sequence[Rule] | None = None,
     *,
     rule: str = "",
-    domain: Domain | tuple[str, Callable] | None = None,
+    domain: Domain | tuple[str, Fn] | None = None,
     display: str | None = None,
-    batch: Callable | str | None = None,
-) -> Callable:
+    batch: Rule | str | None = None,
+) -> Fn:
     """A new operation ``op(*inputs, **params)`` for floats, arrays, ``Value``, ``Tensor``
     and ``Dual``, from its forward function and its derivative rules.
 
@@ -265,7 +268,7 @@ def define_primitive(
     vjp_rules = _as_rules(name, vjp_t, n, "vjp")
     jvp_rules = _as_rules(name, jvp_t, n, "jvp")
 
-    def plain_forward(*inputs: Any, **params: Any) -> Any:
+    def plain_forward(*inputs: Operand, **params: Any) -> Operand:
         if len(inputs) != n:
             raise TypeError(f"{name}: takes {n} input(s), got {len(inputs)}")
         return _plain_result(forward(*inputs, **params), inputs)
@@ -279,18 +282,18 @@ def define_primitive(
         rule=rule or f"{name}: derivative rules given by the user",
         domain=_domain(name, domain),
         display=display or name,
-        batch=batch,  # type: ignore[arg-type]
+        batch=batch,
     )
     USER_PRIMITIVES[name] = prim
 
-    def op(*inputs: Any, **params: Any) -> Any:
+    def op(*inputs: Operand, **params: Any) -> Operand:
         if len(inputs) != n:
             raise TypeError(f"{name}: takes {n} input(s), got {len(inputs)}")
         return bind(prim, *inputs, **params)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"{name}(x) of a number, an array or a traced value.  {prim.rule}"
-    op.primitive = prim  # type: ignore[attr-defined]
+    op.primitive = prim  # type: ignore[attr-defined]  # (a function takes attributes)
     return op
 
 
@@ -322,13 +325,13 @@ class CustomFunction:
     differentiated again.
     """
 
-    def __init__(self, fun: Callable, kind: str):
+    def __init__(self, fun: Fn, kind: str) -> None:
         self.fun = fun
         self.kind = kind
         self.name = getattr(fun, "__name__", "custom")
-        self.fwd: Callable | None = None
-        self.bwd: Callable | None = None
-        self.jvp_rule: Callable | None = None
+        self.fwd: Fn | None = None
+        self.bwd: Fn | None = None
+        self.jvp_rule: Fn | None = None
         self.__name__ = self.name
         self.__doc__ = fun.__doc__
         self.__wrapped__ = fun
@@ -343,13 +346,13 @@ class CustomFunction:
         )
         self.primitive.batch = _batch_by_loop(self.primitive)
 
-    def defvjp(self, fwd: Callable, bwd: Callable) -> None:
+    def defvjp(self, fwd: Fn, bwd: Fn) -> None:
         """Set the reverse-mode rule: ``fwd(*args) -> (out, res)``, ``bwd(res, g) -> cts``."""
         if not callable(fwd) or not callable(bwd):
             raise TypeError(f"{self.kind} {self.name}: defvjp needs two functions (fwd, bwd)")
         self.fwd, self.bwd = fwd, bwd
 
-    def defjvp(self, jvp_rule: Callable) -> Callable:
+    def defjvp(self, jvp_rule: Fn) -> Fn:
         """Set the forward-mode rule ``jvp_rule(primals, tangents) -> (out, tangent_out)``
         (usable as a decorator)."""
         if not callable(jvp_rule):
@@ -357,7 +360,7 @@ class CustomFunction:
         self.jvp_rule = jvp_rule
         return jvp_rule
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: Operand, **kwargs: Any) -> Operand:
         if self.fwd is None and self.jvp_rule is None:
             raise RuntimeError(
                 f"{self.kind} {self.name}: no rule defined yet; call "
@@ -365,7 +368,7 @@ class CustomFunction:
             )
         if not any(isinstance(a, Traced) for a in args):
             return self.fun(*args, **kwargs)
-        cell: dict = {}  # the residuals of this call (kept with the node)
+        cell: dict[str, Any] = {}  # the residuals of this call (kept with the node)
         return bind(self.primitive, *args, _cell=cell, _kwargs=kwargs)
 
     def __repr__(self) -> str:
@@ -373,7 +376,7 @@ class CustomFunction:
 
     # --- the entry's forward and rules ---
 
-    def _forward(self, *xs: Any, _cell: dict, _kwargs: dict) -> Any:
+    def _forward(self, *xs: Operand, _cell: dict[str, Any], _kwargs: Params) -> Operand:
         if self.fwd is not None:
             out, res = self.fwd(*xs, **_kwargs)
             out = _plain_result(out, xs)
@@ -381,13 +384,15 @@ class CustomFunction:
             return out
         return _plain_result(self.fun(*xs, **_kwargs), xs)
 
-    def _residuals(self, out: Any, inputs: Sequence, cell: dict, kwargs: dict) -> Any:
+    def _residuals(
+        self, out: Operand, inputs: Sequence[Operand], cell: dict[str, Any], kwargs: Params
+    ) -> Any:
         if cell.get("out") is out and not any(isinstance(x, Traced) for x in inputs):
             return cell["res"]  # saved in the forward pass
         assert self.fwd is not None
         return self.fwd(*inputs, **kwargs)[1]  # graph values: recomputed, differentiable
 
-    def _cotangents(self, res: Any, g: Any, inputs: Sequence) -> list:
+    def _cotangents(self, res: Any, g: Operand, inputs: Sequence[Operand]) -> list[Operand]:
         assert self.bwd is not None
         cts = self.bwd(res, g)
         if len(inputs) == 1 and not isinstance(cts, tuple | list):
@@ -410,7 +415,9 @@ class CustomFunction:
                 )
         return list(cts)
 
-    def _user_jvp(self, inputs: Sequence, tangents: Sequence, kwargs: dict) -> Any:
+    def _user_jvp(
+        self, inputs: Sequence[Operand], tangents: Sequence[Operand], kwargs: Params
+    ) -> Operand:
         assert self.jvp_rule is not None
         result = self.jvp_rule(tuple(inputs), tuple(tangents), **kwargs)
         if not isinstance(result, tuple | list) or len(result) != 2:
@@ -420,7 +427,9 @@ class CustomFunction:
             )
         return result[1]
 
-    def _vjp_all(self, g: Any, out: Any, *inputs: Any, _cell: dict, _kwargs: dict) -> list:
+    def _vjp_all(
+        self, g: Operand, out: Operand, *inputs: Operand, _cell: dict[str, Any], _kwargs: Params
+    ) -> list[Operand]:
         if self.bwd is not None:
             res = self._residuals(out, inputs, _cell, _kwargs)
             return self._cotangents(res, g, inputs)
@@ -436,7 +445,14 @@ class CustomFunction:
             shares.append(_assemble(entries, _shape_of(x)))
         return shares
 
-    def _jvp_all(self, tangents: Sequence, out: Any, *inputs: Any, _cell: dict, _kwargs: dict):
+    def _jvp_all(
+        self,
+        tangents: Sequence[Operand],
+        out: Operand,
+        *inputs: Operand,
+        _cell: dict[str, Any],
+        _kwargs: Params,
+    ) -> Operand:
         if self.jvp_rule is not None:
             full = [zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
             tangent = self._user_jvp(inputs, full, _kwargs)
@@ -460,7 +476,7 @@ class CustomFunction:
         return _assemble(entries, _shape_of(out))
 
 
-def custom_vjp(fun: Callable) -> CustomFunction:
+def custom_vjp(fun: Fn) -> CustomFunction:
     """Decorator: ``fun`` gets its reverse-mode rule from ``fun.defvjp(fwd, bwd)``.
 
     As ``jax.custom_vjp``: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) ->
@@ -471,7 +487,7 @@ def custom_vjp(fun: Callable) -> CustomFunction:
     return CustomFunction(fun, "custom_vjp")
 
 
-def custom_jvp(fun: Callable) -> CustomFunction:
+def custom_jvp(fun: Fn) -> CustomFunction:
     """Decorator: ``fun`` gets its forward-mode rule from ``fun.defjvp(rule)``.
 
     As ``jax.custom_jvp``: ``rule(primals, tangents) -> (out, tangent_out)``; reverse mode
@@ -483,7 +499,7 @@ def custom_jvp(fun: Callable) -> CustomFunction:
 # --- checkpoint ----------------------------------------------------------------------------
 
 
-def _ckpt_forward(*xs: Any, f: Callable, n_args: int, _cell: dict) -> Any:
+def _ckpt_forward(*xs: Operand, f: Fn, n_args: int, _cell: dict[str, Any]) -> Operand:
     if "out" in _cell:  # computed already by checkpoint(f), which was looking for captures
         return _cell.pop("out")
     with graph.no_grad():  # (a replay of the graph binds the node again)
@@ -491,7 +507,7 @@ def _ckpt_forward(*xs: Any, f: Callable, n_args: int, _cell: dict) -> Any:
     return _plain_result(out, xs[:n_args])
 
 
-def _graph_leaf(x: Any, requires_grad: bool) -> Any:
+def _graph_leaf(x: Operand, requires_grad: bool) -> Value | Tensor:
     """A plain value as a new graph leaf: a ``Value`` for a Python number (every Value
     takes part in backward), else a ``Tensor``."""
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
@@ -499,23 +515,25 @@ def _graph_leaf(x: Any, requires_grad: bool) -> Any:
     return Tensor(np.asarray(x), requires_grad=requires_grad)
 
 
-def _constant_node(x: Any) -> Any:
+def _constant_node(x: Operand) -> Operand:
     """A plain value as a graph value that needs no gradient, so ``f`` may use methods
     (``x.tanh()``); traced values as they are."""
     return x if isinstance(x, Traced) else _graph_leaf(x, requires_grad=False)
 
 
-def _fresh_leaf(x: Any) -> Any:
+def _fresh_leaf(x: Operand) -> Value | Tensor:
     """A new leaf that needs a gradient, holding ``x``'s plain value."""
     return _graph_leaf(constant(x), requires_grad=True)
 
 
-def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict) -> list:
+def _ckpt_vjp_all(
+    g: Operand, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: dict[str, Any]
+) -> list[Operand]:
     """Run ``fn`` again, recording from fresh leaves, and pull ``g`` back through that
     graph. Under create_graph the gradients (graph values from the fresh leaves) are
     replayed onto the real inputs, so they can be differentiated again."""
     create_graph = any(is_node(x) for x in inputs) or is_node(g)
-    leaves = [_fresh_leaf(x) for x in inputs[:n_args]]
+    leaves: list[Node] = [_fresh_leaf(x) for x in inputs[:n_args]]
     captured = list(_cell["captured"])  # the nodes themselves (inputs may be their data)
     with graph.enable_grad():
         recorded = f(*leaves)
@@ -537,14 +555,19 @@ def _ckpt_vjp_all(g: Any, out: Any, *inputs: Any, f: Callable, n_args: int, _cel
 
 
 def _ckpt_jvp_all(
-    tangents: Sequence, out: Any, *inputs: Any, f: Callable, n_args: int, _cell: dict
-) -> Any:
+    tangents: Sequence[Operand],
+    out: Operand,
+    *inputs: Operand,
+    f: Fn,
+    n_args: int,
+    _cell: dict[str, Any],
+) -> Operand:
     """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
     leaves = [_fresh_leaf(innermost(x)) for x in inputs[:n_args]]
     with graph.enable_grad():
         recorded = f(*leaves)
     tag = new_tag()
-    subs: dict = {}
+    subs: dict[Node, Operand] = {}
     for node, x, t in zip(leaves + list(_cell["captured"]), inputs, tangents):
         if t is not None:
             subs[node] = Dual(x, t, tag)
@@ -572,7 +595,7 @@ CHECKPOINT = Primitive(
 CHECKPOINT.batch = _batch_by_loop(CHECKPOINT)
 
 
-def _referred_from_outside(candidates: list) -> list:
+def _referred_from_outside(candidates: list[Node]) -> list[Node]:
     """The objects of ``candidates`` something else refers to as well.
 
     The reference count of an object held only by such a list is measured on a fresh
@@ -582,7 +605,7 @@ def _referred_from_outside(candidates: list) -> list:
     return [n for n in candidates if sys.getrefcount(n) > alone]
 
 
-def checkpoint(fn: Callable) -> Callable:
+def checkpoint(fn: Fn) -> Fn:
     """``checkpoint(f)(*args)``: ``f(*args)`` recorded as ONE node; ``f`` runs again in
     the backward pass (gradient checkpointing, as ``torch.utils.checkpoint`` and
     ``jax.checkpoint``).
@@ -603,7 +626,7 @@ def checkpoint(fn: Callable) -> Callable:
     """
     name = getattr(fn, "__name__", "f")
 
-    def checkpointed(*args: Any) -> Any:
+    def checkpointed(*args: Operand) -> Operand:
         if any(is_dual(a) for a in args) or not graph.is_grad_enabled():
             return fn(*args)
         copies = [a.detach() if is_node(a) else _constant_node(a) for a in args]
@@ -618,7 +641,7 @@ def checkpoint(fn: Callable) -> Callable:
                 f"checkpoint({name}): f must return one Value, Tensor or number, got "
                 f"{type(out).__name__} (stack several outputs into one Tensor first)"
             )
-        captured: list = []
+        captured: list[Node] = []
         if is_node(out) and out._fn is not None:
             mine = {id(c) for c in copies}
             candidates = [
@@ -638,5 +661,5 @@ def checkpoint(fn: Callable) -> Callable:
         return bind(CHECKPOINT, *args, *captured, f=fn, n_args=len(args), _cell=cell)
 
     checkpointed.__name__ = f"checkpoint({name})"
-    checkpointed.__wrapped__ = fn  # type: ignore[attr-defined]
+    checkpointed.__wrapped__ = fn  # type: ignore[attr-defined]  # (as functools.wraps sets it)
     return checkpointed
