@@ -48,17 +48,18 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from . import graph, linear, ops
 from .batching import Batched, batch_levels, has_batch, lift, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
-from .kinds import Traced, as_primal, data_of, innermost, is_node, zeros_like
+from .kinds import Node, Traced, as_primal, data_of, innermost, is_node, zeros_like
 from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
+from .types import Fn, Operand, Pullback, Shape, Tree
 from .value import Value
 
 
@@ -83,7 +84,7 @@ class _ReverseNesting:
 _running_reverse = _ReverseNesting()
 
 
-def _leaf(x, *, scalar_as_value=True):
+def _leaf(x: Operand, *, scalar_as_value: bool = True) -> Operand:
     """A fresh differentiable leaf holding ``x``. For a graph value (inside another
     reverse-mode transformation) a fresh node ``x · 1`` that depends on it: this
     transformation differentiates through that node only, so a function that also
@@ -102,7 +103,7 @@ def _leaf(x, *, scalar_as_value=True):
     return Tensor(x, requires_grad=True)
 
 
-def _argnums(argnums, n: int) -> tuple[int, ...]:
+def _argnums(argnums: int | Sequence[int], n: int) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for i in nums:
         if not -n <= i < n:
@@ -110,14 +111,16 @@ def _argnums(argnums, n: int) -> tuple[int, ...]:
     return tuple(i % n for i in nums)
 
 
-def _seed_for(out, create_graph: bool):
+def _seed_for(out: Node, create_graph: bool) -> Operand:
     if isinstance(out, Value):
         return Value(1.0) if create_graph else 1.0
     ones = np.ones_like(out.data)
     return Tensor(ones) if create_graph else ones
 
 
-def _pull_back(out, leaves, seed, create_graph: bool):
+def _pull_back(
+    out: Operand, leaves: Sequence[Node], seed: Operand, create_graph: bool
+) -> list[Operand]:
     """Gradients of ``out`` (weighted by ``seed``) for each leaf, without touching ``.grad``."""
     if isinstance(out, Batched):  # (a batch inside a dual: its graph is not one leaf's)
         raise NotImplementedError(
@@ -147,8 +150,8 @@ def _pull_back(out, leaves, seed, create_graph: bool):
 
 
 def _record(
-    f: Callable, args: Sequence, nums: Iterable[int], *, scalar_as_value: bool = True
-) -> tuple[Any, list, bool]:
+    f: Fn, args: Sequence[Operand], nums: Iterable[int], *, scalar_as_value: bool = True
+) -> tuple[Tree, list[Node], bool]:
     """The opening every reverse-mode transformation shares: run ``f`` on ``args`` with
     the arguments at positions ``nums`` made differentiable leaves.
 
@@ -176,7 +179,7 @@ def _record(
     return out, leaves, nested
 
 
-def _closes_over(out: Any, given: Sequence, leaves: Sequence) -> bool:
+def _closes_over(out: Tree, given: Sequence[Operand], leaves: Sequence[Node]) -> bool:
     """Whether the graph of ``out`` uses a given graph value other than through the fresh
     node made from it (``_leaf``): the function closed over it as well."""
     core = innermost(out)
@@ -190,7 +193,7 @@ def _closes_over(out: Any, given: Sequence, leaves: Sequence) -> bool:
     return isinstance(out, Dual)
 
 
-def _one_output(out, where: str):
+def _one_output(out: Tree, where: str) -> Operand:
     """Reverse mode pulls back one output: several must be stacked into one Tensor first."""
     if isinstance(out, list | tuple):
         raise TypeError(
@@ -201,11 +204,11 @@ def _one_output(out, where: str):
     return out
 
 
-def _has_dual(args) -> bool:
+def _has_dual(args: Sequence[Operand]) -> bool:
     return any(isinstance(a, Dual) for a in args)
 
 
-def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
+def _through_duals(transformed: Fn, args: Sequence[Operand], differentiated: Sequence[int]) -> Tree:
     """Forward mode over a reverse-mode transformation: ``transformed(*args)`` with duals.
 
     Each :class:`Dual` argument is swapped for a graph leaf holding its (innermost)
@@ -230,7 +233,7 @@ def _through_duals(transformed: Callable, args, differentiated: Sequence[int]):
     return replay(transformed(*args), substitutions)
 
 
-def _duals_outside(args: Sequence) -> list:
+def _duals_outside(args: Sequence[Operand]) -> list[Operand]:
     """Each batch of duals as a dual of batches (the same numbers, layered the other way),
     so that forward over reverse applies to it (``jvp(vmap(grad(f)))``)."""
     swapped = []
@@ -242,13 +245,18 @@ def _duals_outside(args: Sequence) -> list:
     return swapped
 
 
-def _through_duals_batched(transformed: Callable, args: list, differentiated, levels):
+def _through_duals_batched(
+    transformed: Fn,
+    args: list[Operand],
+    differentiated: Sequence[int],
+    levels: list[tuple[int, int]],
+) -> Tree:
     """:func:`_through_duals` inside ``vmap`` (a per-example ``H v``): the leaves hold the
     whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
     it is replayed with duals of whole batches, and the results made batches again."""
     substitutions = {}
 
-    def whole_batch_leaf(whole):
+    def whole_batch_leaf(whole: Operand) -> Operand:
         """A leaf holding the whole batch; when the batch holds the duals of an older
         jvp (``jvp(vmap(hessian))``), it holds their primals and is replayed with them."""
         core = innermost(whole)
@@ -272,14 +280,14 @@ def _through_duals_batched(transformed: Callable, args: list, differentiated, le
         elif i in differentiated:
             args[i] = wrap(whole_batch_leaf(lift(a, levels)), levels)
 
-    def batches_again(x):
+    def batches_again(x: Tree) -> Tree:
         if isinstance(x, tuple | list):
             return type(x)(batches_again(v) for v in x)
         if isinstance(x, Dual):
             return Dual(wrap(x.primal, levels), wrap(x.tangent, levels), x.tag)
         return wrap(x, levels)
 
-    def whole_batch(x):
+    def whole_batch(x: Tree) -> Tree:
         if isinstance(x, tuple | list):
             return type(x)(whole_batch(v) for v in x)
         return lift(x, levels)
@@ -287,10 +295,10 @@ def _through_duals_batched(transformed: Callable, args: list, differentiated, le
     return batches_again(replay(whole_batch(transformed(*args)), substitutions))
 
 
-def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def value_and_grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
     """Like :func:`grad`, but the new function returns ``(f(x), grad)``."""
 
-    def value_and_grad_f(*given):
+    def value_and_grad_f(*given: Operand) -> Tree:
         nums = _argnums(argnums, len(given))
         args = _duals_outside(given)
         if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
@@ -328,7 +336,7 @@ def value_and_grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     return value_and_grad_f
 
 
-def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
     """The gradient of a scalar-valued ``f``: ``grad(f)(x)`` is df/dx, shaped like x.
 
     ``argnums`` picks the arguments to differentiate (an int, or a tuple for several,
@@ -336,21 +344,21 @@ def grad(f: Callable, argnums: int | Sequence[int] = 0) -> Callable:
     """
     vg = value_and_grad(f, argnums)
 
-    def grad_f(*args):
+    def grad_f(*args: Operand) -> Tree:
         return vg(*args)[1]
 
     grad_f.__name__ = f"grad({getattr(f, '__name__', 'f')})"
     return grad_f
 
 
-def _data_inside(x):
+def _data_inside(x: Operand) -> Operand:
     """``x`` with every graph value in it (inside duals too) replaced by its data."""
     if isinstance(x, Dual):
         return Dual(_data_inside(x.primal), _data_inside(x.tangent), x.tag)
     return data_of(x)
 
 
-def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
+def vjp(f: Fn, *primals: Operand) -> tuple[Operand, Pullback]:
     """Reverse mode: ``out, vjp_fn = vjp(f, *primals)``; ``vjp_fn(ct)`` is ``ctᵀ·J``.
 
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
@@ -369,7 +377,7 @@ def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     if has_batch([out]):  # f closes over a vmap batch
         return _batched_reverse(f, primals, range(len(primals)), "vjp")
 
-    def vjp_fn(cotangent):
+    def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
         if isinstance(cotangent, Batched):  # vmap(vjp_fn): a batch of cotangents at once
             if cotangent.shape != np.shape(data_of(out)):
                 raise ValueError(
@@ -402,7 +410,15 @@ def vjp(f: Callable, *primals: Any) -> tuple[Any, Callable]:
     return (out if nested else data_of(out)), vjp_fn
 
 
-def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str) -> Any:
+@overload
+def _batched_reverse(
+    f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: Literal["vjp"]
+) -> tuple[Operand, Pullback]: ...
+@overload
+def _batched_reverse(
+    f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: Literal["grad"]
+) -> Callable[[int | Sequence[int]], tuple[Operand, Tree]]: ...
+def _batched_reverse(f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: str) -> Any:
     """Reverse mode inside ``vmap``: every example's gradient, from one recorded graph.
 
     Each differentiated argument becomes ONE leaf holding the whole batch (batch axes
@@ -434,7 +450,7 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
 
     if kind == "vjp":
 
-        def vjp_fn(cotangent):
+        def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
             seed = lift(cotangent, levels)
             if not isinstance(seed, Traced):
                 seed = np.asarray(seed, dtype=np.result_type(data_of(out_raw)))
@@ -450,7 +466,7 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
 
         return wrap(out_raw if nested else data_of(out_raw), levels), vjp_fn
 
-    def finish(argnums):
+    def finish(argnums: int | Sequence[int]) -> tuple[Operand, Tree]:
         example_shape = np.shape(data_of(out_raw))[len(sizes) :]
         if int(np.prod(example_shape, dtype=np.int64)) != 1:
             raise ValueError(
@@ -473,15 +489,17 @@ def _batched_reverse(f: Callable, args: Sequence, nums: Iterable[int], kind: str
     return finish
 
 
-def _vjp_by_grad(f: Callable, primals: Sequence) -> tuple[Any, Callable]:
+def _vjp_by_grad(f: Fn, primals: Sequence[Operand]) -> tuple[Operand, Pullback]:
     """:func:`vjp` inside both a ``jvp`` and a ``vmap`` (``jvp(vmap(vjp(f)))``,
     ``vmap(jvp(vjp(f)))``): ``vjp_fn(ct)`` is the gradient of ``<f(x), ct>``, which
     :func:`grad` takes through the duals and batches (forward over reverse inside vmap).
     Each call of ``vjp_fn`` runs ``f`` again."""
     out = _one_output(f(*primals), "vjp")
 
-    def vjp_fn(cotangent):
-        def weighted(*xs_and_ct):  # (ct an argument: its duals are replayed like x's)
+    def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
+        def weighted(
+            *xs_and_ct: Operand,
+        ) -> Operand:  # (ct an argument: its duals are replayed like x's)
             *xs, ct = xs_and_ct
             y = f(*xs) * ct
             return ops.sum(y) if ops.shape(y) else y
@@ -491,16 +509,18 @@ def _vjp_by_grad(f: Callable, primals: Sequence) -> tuple[Any, Callable]:
     return out, vjp_fn
 
 
-def _vjp_through_duals(f: Callable, primals):
+def _vjp_through_duals(f: Fn, primals: Sequence[Operand]) -> tuple[Operand, Pullback]:
     """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
     leaves = [_leaf(innermost(p)) for p in primals]
     pairs = zip(leaves, primals, strict=True)
     substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
     out, graph_vjp_fn = vjp(f, *leaves)
-    cache: dict = {}  # the forward part is replayed once, shared by every call of vjp_fn
+    cache: dict[
+        Node, Operand
+    ] = {}  # the forward part is replayed once, shared by every call of vjp_fn
 
-    def vjp_fn(cotangent):
-        subs = dict(substitutions)
+    def vjp_fn(cotangent: Operand) -> Tree:
+        subs: dict[Node, Operand] = dict(substitutions)
         if isinstance(cotangent, Dual):
             seed = _leaf(innermost(cotangent), scalar_as_value=isinstance(out, Value))
             subs[seed] = cotangent
@@ -515,13 +535,13 @@ def _vjp_through_duals(f: Callable, primals):
     return replay(out, substitutions, cache), vjp_fn
 
 
-def _tangent_of(out, tag):
+def _tangent_of(out: Operand, tag: int) -> tuple[Operand, Operand]:
     if isinstance(out, Dual) and out.tag == tag:
         return out.primal, out.tangent
     return out, zeros_like(out)
 
 
-def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
+def jvp(f: Fn, primals: Sequence[Operand], tangents: Sequence[Operand]) -> tuple[Tree, Tree]:
     """Forward mode: ``(f(*primals), J·tangents)`` in one pass with dual numbers.
 
     ``primals`` and ``tangents`` are tuples with one entry per argument of ``f``
@@ -539,7 +559,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     return _tangent_of(out, tag)
 
 
-def _stack_last(columns):
+def _stack_last(columns: Sequence[Operand]) -> Operand:
     """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
     if any(is_node(c) for c in columns):
         return stack([c if is_node(c) else Tensor(c) for c in columns], axis=-1)
@@ -548,7 +568,7 @@ def _stack_last(columns):
     return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
 
 
-def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
+def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     """The Jacobian by forward mode: one :func:`jvp` per input entry (a column each).
 
     The result has shape ``out.shape + x.shape``. Cost: ``x.size`` forward passes, so it
@@ -557,14 +577,14 @@ def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     vectors, instead of a Python loop (the same matrix; the primal is computed once).
     """
 
-    def jacfwd_f(*given):
+    def jacfwd_f(*given: Operand) -> Operand:
         if _has_dual(given):  # forward over forward: replay with the outer duals
             return _through_duals(jacfwd_f, given, (argnums,))
         args = list(given)
         x = as_primal(args[argnums])
         x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
 
-        def f_of_x(xd):
+        def f_of_x(xd: Operand) -> Tree:
             return f(*args[:argnums], xd, *args[argnums + 1 :])
 
         if vectorize:  # J[..., j] = jvp(f, x, e_j), all j in one batch
@@ -582,7 +602,7 @@ def jacfwd(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     return jacfwd_f
 
 
-def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
+def jacrev(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     """The Jacobian by reverse mode: one backward pass per output entry (a row each).
 
     The result has shape ``out.shape + x.shape``. Cost: ``out.size`` backward passes, so
@@ -591,7 +611,7 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     ``vmap(vjp_fn)`` over the unit vectors, instead of a Python loop (the same matrix).
     """
 
-    def jacrev_f(*given):
+    def jacrev_f(*given: Operand) -> Operand:
         args = _duals_outside(given)
         if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
             return _through_duals(jacrev_f, args, (argnums,))
@@ -634,11 +654,11 @@ def jacrev(f: Callable, argnums: int = 0, vectorize: bool = False) -> Callable:
     return jacrev_f
 
 
-def _jacrev_in_vmap(f: Callable, args: Sequence, argnums: int) -> Any:
+def _jacrev_in_vmap(f: Fn, args: Sequence[Operand], argnums: int) -> Operand:
     """:func:`jacrev` inside ``vmap``: each example's vjp (one graph for the whole batch),
     with the unit cotangents pushed through it as a second, inner batch."""
 
-    def f_of_x(x):
+    def f_of_x(x: Operand) -> Tree:
         return f(*args[:argnums], x, *args[argnums + 1 :])
 
     x = args[argnums]
@@ -653,7 +673,7 @@ def _jacrev_in_vmap(f: Callable, args: Sequence, argnums: int) -> Any:
 HESSIAN_MODES = ("fwd-rev", "rev-rev")
 
 
-def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
+def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
     """The matrix of second derivatives of a scalar ``f``: shape ``x.shape + x.shape``.
 
     ``mode="fwd-rev"`` (the default, as in JAX and ``torch.func``): ``jacfwd(jacrev(f))``,
@@ -670,7 +690,7 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
         return jacrev(gradient, argnums)
     columns_by_jvp = jacfwd(gradient, argnums)
 
-    def hessian_f(*given):
+    def hessian_f(*given: Operand) -> Operand:
         x = given[argnums]
         if _has_dual(given) or is_node(x) or has_batch(given) or _ReverseNesting.depth > 0:
             return columns_by_jvp(*given)  # nested inside another transformation
@@ -680,7 +700,9 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
 
-        def column(e):  # replay the gradient's graph with x + e ε: the column H e
+        def column(
+            e: Operand,
+        ) -> tuple[Operand, Operand]:  # replay the gradient's graph with x + e ε: the column H e
             tag = new_tag()
             replayed = replay(recorded, {leaf: Dual(x, e, tag)})
             return recorded, data_of(_tangent_of(replayed, tag)[1])
@@ -692,7 +714,9 @@ def hessian(f: Callable, argnums: int = 0, mode: str = "fwd-rev") -> Callable:
     return hessian_f
 
 
-def _by_columns(push: Callable, x_shape: tuple) -> tuple[Any, list]:
+def _by_columns(
+    push: Callable[[Operand], tuple[Tree, Operand]], x_shape: Shape
+) -> tuple[Tree, list[Operand]]:
     """A Jacobian column by column: ``push(e)`` gives ``(out, J e)`` for each unit
     direction ``e`` of the input. Returns the last ``out`` (None when x has no entries)."""
     out, columns = None, []
@@ -702,7 +726,7 @@ def _by_columns(push: Callable, x_shape: tuple) -> tuple[Any, list]:
     return out, columns
 
 
-def _from_columns(out, columns: list, x_shape: tuple):
+def _from_columns(out: Operand, columns: list[Operand], x_shape: Shape) -> Operand:
     """The Jacobian of shape ``out.shape + x.shape`` from its columns."""
     if not x_shape:  # a scalar input: the Jacobian is the one column
         column = columns[0]
@@ -712,7 +736,7 @@ def _from_columns(out, columns: list, x_shape: tuple):
     return _stack_last(columns).reshape(np.shape(data_of(out)) + x_shape)
 
 
-def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
+def hvp(f: Fn, x: Operand, v: Operand, mode: str = "fwd-rev") -> Operand:
     """The Hessian-vector product ``H(x) · v`` of a scalar ``f``, without forming ``H``.
 
     ``mode="fwd-rev"``: ``jvp(grad(f), x, v)``, the directional derivative of the gradient
@@ -732,7 +756,7 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
         return jvp(grad(f), (x,), (as_primal(v),))[1]
     if mode == "rev-rev":
 
-        def gradient_along_v(x):
+        def gradient_along_v(x: Operand) -> Operand:
             g = grad(f)(x)
             return g * v if not np.shape(v_raw) else (g * v).sum()
 
@@ -743,7 +767,7 @@ def hvp(f: Callable, x: Any, v: Any, mode: str = "fwd-rev") -> Any:
 # --- linearize and linear_transpose (chapter 08; the graph of linear ops: linear.py) -------
 
 
-def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:
+def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph | TracedLinearMap]:
     """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map:
     a :class:`~autodiff_lab.linear.LinearGraph` (:func:`autodiff_lab.linear.linearize`)
     for numbers and arrays; inside another transformation (traced primals) the map is
@@ -755,7 +779,7 @@ def linearize(f: Callable, *primals: Any) -> tuple[Any, Any]:
 
 
 def linear_transpose(
-    f_jvp: LinearGraph | TracedLinearMap | Callable, *primals: Any
+    f_jvp: LinearGraph | TracedLinearMap | Fn, *primals: Operand
 ) -> LinearTranspose:
     """The transpose of a linear map: ``linear_transpose(f_jvp)(ct)`` is ``Jᵀ ct``, for the
     map :func:`linearize` returns, or for a linear Python function with example primals
@@ -775,11 +799,11 @@ class TracedLinearMap:
     transpose runs ``vjp(f, *primals)`` — the same numbers, by the transformations that
     compose with every other."""
 
-    def __init__(self, f: Callable, primals: tuple) -> None:
+    def __init__(self, f: Fn, primals: tuple[Operand, ...]) -> None:
         self.f, self.primals = f, primals
         self.out = jvp(f, primals, tuple(zeros_like(p) for p in primals))[0]
 
-    def __call__(self, *tangents: Any) -> Any:
+    def __call__(self, *tangents: Operand) -> Tree:
         if len(tangents) != len(self.primals):
             raise ValueError(
                 f"linearize: f_jvp takes {len(self.primals)} tangent(s), one per primal, "
@@ -787,7 +811,7 @@ class TracedLinearMap:
             )
         return jvp(self.f, self.primals, tangents)[1]
 
-    def transpose_apply(self, cotangent: Any) -> tuple:
+    def transpose_apply(self, cotangent: Tree) -> tuple[Operand, ...]:
         return vjp(self.f, *self.primals)[1](cotangent)
 
     def __repr__(self) -> str:

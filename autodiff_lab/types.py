@@ -22,6 +22,8 @@ Operand: TypeAlias = Any
 Tree: TypeAlias = Any
 #: A function a transformation takes or returns (of operands, returning a :data:`Tree`).
 Fn: TypeAlias = Callable[..., Any]
+#: ``vjp``'s ``vjp_fn``: a cotangent shaped like the output -> one cotangent per primal.
+Pullback: TypeAlias = Callable[[Any], tuple[Any, ...]]
 #: A derivative, transpose or batching rule of a primitive (``rule(g, out, *inputs)``…).
 Rule: TypeAlias = Callable[..., Any]
 #: A primitive's keyword parameters (``axis=0``, ``shape=(2, 3)``…), as a node keeps them.
