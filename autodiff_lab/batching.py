@@ -33,7 +33,7 @@ from .binding import bind
 from .dual import Dual, new_tag
 from .kinds import BatchedArray, Traced, constant
 from .methods import ArrayMethods, _plain_index
-from .types import Axes, Fn, Operand, Shape, Tree
+from .types import Axes, Fn, Operand, Operands, Shape, Tree
 
 
 class Batched(BatchedArray, ArrayMethods):
@@ -358,7 +358,7 @@ def _holds_tag(x: Operand, tag: int) -> bool:
 # --- reverse mode inside vmap --------------------------------------------------------------
 
 
-def batch_levels(values: Sequence[Operand]) -> list[tuple[int, int]]:
+def batch_levels(values: Operands) -> list[tuple[int, int]]:
     """The ``(tag, batch size)`` of every vmap call whose batches occur in ``values``,
     oldest call first."""
     found: dict[int, int] = {}
@@ -389,5 +389,5 @@ def wrap(raw: Operand, levels: Sequence[tuple[int, int]]) -> Operand:
     return raw
 
 
-def has_batch(values: Sequence[Operand]) -> bool:
+def has_batch(values: Operands) -> bool:
     return any(isinstance(v, Batched) for v in values)

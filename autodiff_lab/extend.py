@@ -51,7 +51,7 @@ from .kinds import (
 )
 from .primitives import EVERYWHERE, Domain, Primitive
 from .tensor import Tensor, stack
-from .types import Fn, Operand, Params, Rule, Shape
+from .types import Fn, Operand, Operands, Params, Rule, Shape
 from .value import Value
 
 __all__ = [
@@ -60,6 +60,9 @@ __all__ = [
 ]  # fmt: skip
 
 USER_PRIMITIVES: dict[str, Primitive] = {}  # name -> entry, for primitives made here
+# What one call of a custom function or a checkpoint keeps for its rules, as a node parameter
+# (``_cell``): its output, its residuals, the graph values it closes over.
+Cell = dict[str, Any]
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -69,7 +72,7 @@ def _shape_of(x: Operand) -> Shape:
     return tuple(np.shape(constant(x)))
 
 
-def _plain_result(out: Operand, inputs: Sequence[Operand]) -> Operand:
+def _plain_result(out: Operand, inputs: Operands) -> Operand:
     """A user function's result on plain inputs, as the engine holds it: a graph value
     it made (``concatenate`` of arrays gives a constant ``Tensor``) as its data, and a
     numpy scalar for Python-number inputs as a Python float (``Value`` holds floats:
@@ -128,7 +131,7 @@ def _batch_by_loop(prim: Primitive) -> Rule:
     entries made here (custom rules, checkpoints) get it; a user primitive can do better
     with ``batch="broadcasting"`` or a rule of its own."""
 
-    def rule(args: Sequence[Operand], batched: Sequence[bool], **params: Any) -> Operand:
+    def rule(args: Operands, batched: Sequence[bool], **params: Any) -> Operand:
         size = next(ops.shape(a)[0] for a, b in zip(args, batched) if b)
         return _stack(
             [
@@ -368,7 +371,7 @@ class CustomFunction:
             )
         if not any(isinstance(a, Traced) for a in args):
             return self.fun(*args, **kwargs)
-        cell: dict[str, Any] = {}  # the residuals of this call (kept with the node)
+        cell: Cell = {}  # the residuals of this call (kept with the node)
         return bind(self.primitive, *args, _cell=cell, _kwargs=kwargs)
 
     def __repr__(self) -> str:
@@ -376,7 +379,7 @@ class CustomFunction:
 
     # --- the entry's forward and rules ---
 
-    def _forward(self, *xs: Operand, _cell: dict[str, Any], _kwargs: Params) -> Operand:
+    def _forward(self, *xs: Operand, _cell: Cell, _kwargs: Params) -> Operand:
         if self.fwd is not None:
             out, res = self.fwd(*xs, **_kwargs)
             out = _plain_result(out, xs)
@@ -384,15 +387,13 @@ class CustomFunction:
             return out
         return _plain_result(self.fun(*xs, **_kwargs), xs)
 
-    def _residuals(
-        self, out: Operand, inputs: Sequence[Operand], cell: dict[str, Any], kwargs: Params
-    ) -> Any:
+    def _residuals(self, out: Operand, inputs: Operands, cell: Cell, kwargs: Params) -> Any:
         if cell.get("out") is out and not any(isinstance(x, Traced) for x in inputs):
             return cell["res"]  # saved in the forward pass
         assert self.fwd is not None
         return self.fwd(*inputs, **kwargs)[1]  # graph values: recomputed, differentiable
 
-    def _cotangents(self, res: Any, g: Operand, inputs: Sequence[Operand]) -> list[Operand]:
+    def _cotangents(self, res: Any, g: Operand, inputs: Operands) -> list[Operand]:
         assert self.bwd is not None
         cts = self.bwd(res, g)
         if len(inputs) == 1 and not isinstance(cts, tuple | list):
@@ -415,9 +416,7 @@ class CustomFunction:
                 )
         return list(cts)
 
-    def _user_jvp(
-        self, inputs: Sequence[Operand], tangents: Sequence[Operand], kwargs: Params
-    ) -> Operand:
+    def _user_jvp(self, inputs: Operands, tangents: Operands, kwargs: Params) -> Operand:
         assert self.jvp_rule is not None
         result = self.jvp_rule(tuple(inputs), tuple(tangents), **kwargs)
         if not isinstance(result, tuple | list) or len(result) != 2:
@@ -428,7 +427,7 @@ class CustomFunction:
         return result[1]
 
     def _vjp_all(
-        self, g: Operand, out: Operand, *inputs: Operand, _cell: dict[str, Any], _kwargs: Params
+        self, g: Operand, out: Operand, *inputs: Operand, _cell: Cell, _kwargs: Params
     ) -> list[Operand]:
         if self.bwd is not None:
             res = self._residuals(out, inputs, _cell, _kwargs)
@@ -446,12 +445,7 @@ class CustomFunction:
         return shares
 
     def _jvp_all(
-        self,
-        tangents: Sequence[Operand],
-        out: Operand,
-        *inputs: Operand,
-        _cell: dict[str, Any],
-        _kwargs: Params,
+        self, tangents: Operands, out: Operand, *inputs: Operand, _cell: Cell, _kwargs: Params
     ) -> Operand:
         if self.jvp_rule is not None:
             full = [zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
@@ -499,7 +493,7 @@ def custom_jvp(fun: Fn) -> CustomFunction:
 # --- checkpoint ----------------------------------------------------------------------------
 
 
-def _ckpt_forward(*xs: Operand, f: Fn, n_args: int, _cell: dict[str, Any]) -> Operand:
+def _ckpt_forward(*xs: Operand, f: Fn, n_args: int, _cell: Cell) -> Operand:
     if "out" in _cell:  # computed already by checkpoint(f), which was looking for captures
         return _cell.pop("out")
     with graph.no_grad():  # (a replay of the graph binds the node again)
@@ -527,7 +521,7 @@ def _fresh_leaf(x: Operand) -> Value | Tensor:
 
 
 def _ckpt_vjp_all(
-    g: Operand, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: dict[str, Any]
+    g: Operand, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: Cell
 ) -> list[Operand]:
     """Run ``fn`` again, recording from fresh leaves, and pull ``g`` back through that
     graph. Under create_graph the gradients (graph values from the fresh leaves) are
@@ -555,12 +549,7 @@ def _ckpt_vjp_all(
 
 
 def _ckpt_jvp_all(
-    tangents: Sequence[Operand],
-    out: Operand,
-    *inputs: Operand,
-    f: Fn,
-    n_args: int,
-    _cell: dict[str, Any],
+    tangents: Operands, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: Cell
 ) -> Operand:
     """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
     leaves = [_fresh_leaf(innermost(x)) for x in inputs[:n_args]]

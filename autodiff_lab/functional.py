@@ -59,7 +59,7 @@ from .kinds import Node, Traced, as_primal, data_of, innermost, is_node, zeros_l
 from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
-from .types import Fn, Operand, Pullback, Shape, Tree
+from .types import Fn, Operand, Operands, Pullback, Shape, Tree
 from .value import Value
 
 
@@ -150,7 +150,7 @@ def _pull_back(
 
 
 def _record(
-    f: Fn, args: Sequence[Operand], nums: Iterable[int], *, scalar_as_value: bool = True
+    f: Fn, args: Operands, nums: Iterable[int], *, scalar_as_value: bool = True
 ) -> tuple[Tree, list[Node], bool]:
     """The opening every reverse-mode transformation shares: run ``f`` on ``args`` with
     the arguments at positions ``nums`` made differentiable leaves.
@@ -179,7 +179,7 @@ def _record(
     return out, leaves, nested
 
 
-def _closes_over(out: Tree, given: Sequence[Operand], leaves: Sequence[Node]) -> bool:
+def _closes_over(out: Tree, given: Operands, leaves: Sequence[Node]) -> bool:
     """Whether the graph of ``out`` uses a given graph value other than through the fresh
     node made from it (``_leaf``): the function closed over it as well."""
     core = innermost(out)
@@ -204,11 +204,11 @@ def _one_output(out: Tree, where: str) -> Operand:
     return out
 
 
-def _has_dual(args: Sequence[Operand]) -> bool:
+def _has_dual(args: Operands) -> bool:
     return any(isinstance(a, Dual) for a in args)
 
 
-def _through_duals(transformed: Fn, args: Sequence[Operand], differentiated: Sequence[int]) -> Tree:
+def _through_duals(transformed: Fn, args: Operands, differentiated: Sequence[int]) -> Tree:
     """Forward mode over a reverse-mode transformation: ``transformed(*args)`` with duals.
 
     Each :class:`Dual` argument is swapped for a graph leaf holding its (innermost)
@@ -233,7 +233,7 @@ def _through_duals(transformed: Fn, args: Sequence[Operand], differentiated: Seq
     return replay(transformed(*args), substitutions)
 
 
-def _duals_outside(args: Sequence[Operand]) -> list[Operand]:
+def _duals_outside(args: Operands) -> list[Operand]:
     """Each batch of duals as a dual of batches (the same numbers, layered the other way),
     so that forward over reverse applies to it (``jvp(vmap(grad(f)))``)."""
     swapped = []
@@ -412,13 +412,13 @@ def vjp(f: Fn, *primals: Operand) -> tuple[Operand, Pullback]:
 
 @overload
 def _batched_reverse(
-    f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: Literal["vjp"]
+    f: Fn, args: Operands, nums: Iterable[int], kind: Literal["vjp"]
 ) -> tuple[Operand, Pullback]: ...
 @overload
 def _batched_reverse(
-    f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: Literal["grad"]
+    f: Fn, args: Operands, nums: Iterable[int], kind: Literal["grad"]
 ) -> Callable[[int | Sequence[int]], tuple[Operand, Tree]]: ...
-def _batched_reverse(f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: str) -> Any:
+def _batched_reverse(f: Fn, args: Operands, nums: Iterable[int], kind: str) -> Any:
     """Reverse mode inside ``vmap``: every example's gradient, from one recorded graph.
 
     Each differentiated argument becomes ONE leaf holding the whole batch (batch axes
@@ -489,7 +489,7 @@ def _batched_reverse(f: Fn, args: Sequence[Operand], nums: Iterable[int], kind: 
     return finish
 
 
-def _vjp_by_grad(f: Fn, primals: Sequence[Operand]) -> tuple[Operand, Pullback]:
+def _vjp_by_grad(f: Fn, primals: Operands) -> tuple[Operand, Pullback]:
     """:func:`vjp` inside both a ``jvp`` and a ``vmap`` (``jvp(vmap(vjp(f)))``,
     ``vmap(jvp(vjp(f)))``): ``vjp_fn(ct)`` is the gradient of ``<f(x), ct>``, which
     :func:`grad` takes through the duals and batches (forward over reverse inside vmap).
@@ -497,9 +497,8 @@ def _vjp_by_grad(f: Fn, primals: Sequence[Operand]) -> tuple[Operand, Pullback]:
     out = _one_output(f(*primals), "vjp")
 
     def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
-        def weighted(
-            *xs_and_ct: Operand,
-        ) -> Operand:  # (ct an argument: its duals are replayed like x's)
+        # (ct an argument: its duals are replayed like x's)
+        def weighted(*xs_and_ct: Operand) -> Operand:
             *xs, ct = xs_and_ct
             y = f(*xs) * ct
             return ops.sum(y) if ops.shape(y) else y
@@ -509,15 +508,14 @@ def _vjp_by_grad(f: Fn, primals: Sequence[Operand]) -> tuple[Operand, Pullback]:
     return out, vjp_fn
 
 
-def _vjp_through_duals(f: Fn, primals: Sequence[Operand]) -> tuple[Operand, Pullback]:
+def _vjp_through_duals(f: Fn, primals: Operands) -> tuple[Operand, Pullback]:
     """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
     leaves = [_leaf(innermost(p)) for p in primals]
     pairs = zip(leaves, primals, strict=True)
     substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
     out, graph_vjp_fn = vjp(f, *leaves)
-    cache: dict[
-        Node, Operand
-    ] = {}  # the forward part is replayed once, shared by every call of vjp_fn
+    # the forward part is replayed once, shared by every call of vjp_fn
+    cache: dict[Node, Operand] = {}
 
     def vjp_fn(cotangent: Operand) -> Tree:
         subs: dict[Node, Operand] = dict(substitutions)
@@ -541,7 +539,7 @@ def _tangent_of(out: Operand, tag: int) -> tuple[Operand, Operand]:
     return out, zeros_like(out)
 
 
-def jvp(f: Fn, primals: Sequence[Operand], tangents: Sequence[Operand]) -> tuple[Tree, Tree]:
+def jvp(f: Fn, primals: Operands, tangents: Operands) -> tuple[Tree, Tree]:
     """Forward mode: ``(f(*primals), J·tangents)`` in one pass with dual numbers.
 
     ``primals`` and ``tangents`` are tuples with one entry per argument of ``f``
@@ -559,7 +557,7 @@ def jvp(f: Fn, primals: Sequence[Operand], tangents: Sequence[Operand]) -> tuple
     return _tangent_of(out, tag)
 
 
-def _stack_last(columns: Sequence[Operand]) -> Operand:
+def _stack_last(columns: Operands) -> Operand:
     """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
     if any(is_node(c) for c in columns):
         return stack([c if is_node(c) else Tensor(c) for c in columns], axis=-1)
@@ -654,7 +652,7 @@ def jacrev(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     return jacrev_f
 
 
-def _jacrev_in_vmap(f: Fn, args: Sequence[Operand], argnums: int) -> Operand:
+def _jacrev_in_vmap(f: Fn, args: Operands, argnums: int) -> Operand:
     """:func:`jacrev` inside ``vmap``: each example's vjp (one graph for the whole batch),
     with the unit cotangents pushed through it as a second, inner batch."""
 
@@ -700,9 +698,8 @@ def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
         leaf = args[argnums] = _leaf(x)
         recorded = gradient(*args)  # a graph from `leaf` (nested mode)
 
-        def column(
-            e: Operand,
-        ) -> tuple[Operand, Operand]:  # replay the gradient's graph with x + e ε: the column H e
+        # replay the gradient's graph with x + e ε: the column H e
+        def column(e: Operand) -> tuple[Operand, Operand]:
             tag = new_tag()
             replayed = replay(recorded, {leaf: Dual(x, e, tag)})
             return recorded, data_of(_tangent_of(replayed, tag)[1])

@@ -18,6 +18,8 @@ from typing import Any, TypeAlias
 
 #: A number of any kind: a float, an array, a graph value, a dual, a ``vmap`` batch.
 Operand: TypeAlias = Any
+#: Several operands, in order (an op's inputs, their tangents, a Jacobian's columns…).
+Operands: TypeAlias = Sequence[Any]
 #: An :data:`Operand` or a (nested) tuple or list of them: what a function takes or returns.
 Tree: TypeAlias = Any
 #: A function a transformation takes or returns (of operands, returning a :data:`Tree`).
