@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from . import ops
 from . import primitives as P
@@ -33,7 +34,7 @@ from .binding import bind
 from .dual import Dual, new_tag
 from .kinds import BatchedArray, Traced, constant
 from .methods import ArrayMethods, _plain_index
-from .types import Axes, Fn, Operand, Operands, Shape, Tree
+from .types import Axes, Fn, Index, Operand, Operands, Shape, Tree
 
 
 class Batched(BatchedArray, ArrayMethods):
@@ -126,13 +127,13 @@ class Batched(BatchedArray, ArrayMethods):
         inner = constant(self.val)
         return self if inner is self.val else Batched(inner, self.tag)
 
-    def astype(self, dtype: Any) -> Batched:
+    def astype(self, dtype: DTypeLike) -> Batched:
         """Every example converted to ``dtype`` (no derivative: a constant)."""
         return Batched(
             _map_plain(lambda v: np.asarray(v).astype(dtype), self.constant().val), self.tag
         )
 
-    def __getitem__(self, index: Any) -> Operand:
+    def __getitem__(self, index: Index) -> Operand:
         if _holds_batch(index):  # each example has its own index (a class label…)
             return _take_per_example(self, index)
         index = _plain_index(index)  # type: ignore[no-untyped-call]  # (unannotated there)
@@ -144,29 +145,29 @@ class Batched(BatchedArray, ArrayMethods):
 
     # --- comparisons: per example, no derivative (masks in rules, control by data) ---
 
-    def _compare(self, other: Operand, op: Callable[[Any, Any], Any]) -> Batched:
+    def _compare(self, other: Operand, op: Callable[[Operand, Operand], Operand]) -> Batched:
         a, b = constant(self), constant(other)
         tag = max(x.tag for x in (a, b) if isinstance(x, Batched))
         batched = [isinstance(x, Batched) and x.tag == tag for x in (a, b)]
         args = P.batch_aligned([x.val if m else x for x, m in zip((a, b), batched)], batched)
         return Batched(op(*args), tag)
 
-    def __lt__(self, other: Any) -> Any:
+    def __lt__(self, other: Operand) -> Operand:
         return self._compare(other, operator.lt)
 
-    def __le__(self, other: Any) -> Any:
+    def __le__(self, other: Operand) -> Operand:
         return self._compare(other, operator.le)
 
-    def __gt__(self, other: Any) -> Any:
+    def __gt__(self, other: Operand) -> Operand:
         return self._compare(other, operator.gt)
 
-    def __ge__(self, other: Any) -> Any:
+    def __ge__(self, other: Operand) -> Operand:
         return self._compare(other, operator.ge)
 
-    def __eq__(self, other: Any) -> Any:
+    def __eq__(self, other: Operand) -> Operand:
         return self._compare(other, operator.eq)
 
-    def __ne__(self, other: Any) -> Any:
+    def __ne__(self, other: Operand) -> Operand:
         return self._compare(other, operator.ne)
 
     __hash__ = object.__hash__
@@ -181,7 +182,7 @@ class Batched(BatchedArray, ArrayMethods):
         return f"Batched(batch of {self.batch_size}, example shape {self.shape}, tag={self.tag})"
 
 
-def _take_per_example(x: Operand, index: Any) -> Batched:
+def _take_per_example(x: Operand, index: Index) -> Batched:
     """``x[index]`` where the index differs from example to example (``logp[y]`` with a
     batch of labels ``y``): ONE integer-array index of the whole batch, ``arange(B)``
     choosing each example's own slice. Indices are integers and integer arrays only."""
@@ -214,7 +215,7 @@ def _take_per_example(x: Operand, index: Any) -> Batched:
     return Batched(bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
 
 
-def _map_plain(fn: Callable[[Any], Any], val: Operand) -> Operand:
+def _map_plain(fn: Callable[[Operand], Operand], val: Operand) -> Operand:
     """``fn`` on a plain array, or on the plain array inside the batches of outer calls."""
     if isinstance(val, Batched):
         return Batched(_map_plain(fn, val.val), val.tag)

@@ -207,7 +207,7 @@ def _checked_jvp(name: str, rule: Rule) -> Rule:
     return checked
 
 
-def _domain(name: str, domain: Any) -> Domain:
+def _domain(name: str, domain: Domain | tuple[str, Fn] | None) -> Domain:
     if domain is None:
         return EVERYWHERE
     if isinstance(domain, Domain):
@@ -462,7 +462,7 @@ class CustomFunction:
         entries = []
         for e in ops.basis(_shape_of(out)):
             row = self._cotangents(res, e, inputs)
-            total: Any = 0.0
+            total: Operand = 0.0
             for share, t in zip(row, tangents):
                 if share is not None and t is not None:
                     total = total + _inner(share, t)

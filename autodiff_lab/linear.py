@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from . import graph
 from .binding import bind
@@ -59,7 +60,7 @@ class LinearNode:
     constants: tuple[Operand, ...] = ()
     params: Params = field(default_factory=dict)
     shape: Shape = ()
-    dtype: Any = np.float64
+    dtype: DTypeLike = np.float64
     label: str = ""
     text: str = ""
     transposed: str = ""
@@ -127,7 +128,7 @@ class LinearGraph:
                 f"linearize: f_jvp takes {len(self.inputs)} tangent(s), one per primal, "
                 f"got {len(tangents)}"
             )
-        values: list[Any] = [None] * len(self.nodes)
+        values: list[Operand] = [None] * len(self.nodes)
         for k, (i, t) in enumerate(zip(self.inputs, tangents, strict=True)):
             values[i] = _checked(t, self.nodes[i], f"f_jvp: tangent {k}")
         for node in self.nodes:
@@ -160,7 +161,7 @@ class LinearGraph:
                 f"linear_transpose: f has {len(self.outputs)} outputs, got "
                 f"{len(cts_out)} cotangents"
             )
-        cts: list[Any] = [None] * len(self.nodes)
+        cts: list[Operand] = [None] * len(self.nodes)
         for k, (o, ct) in enumerate(zip(self.outputs, cts_out, strict=True)):
             ct = _checked(ct, self.nodes[o], f"linear_transpose: cotangent {k}")
             cts[o] = ct if cts[o] is None else cts[o] + ct

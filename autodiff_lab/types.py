@@ -22,6 +22,8 @@ Operand: TypeAlias = Any
 Operands: TypeAlias = Sequence[Any]
 #: An :data:`Operand` or a (nested) tuple or list of them: what a function takes or returns.
 Tree: TypeAlias = Any
+#: What goes between ``[]``: ints, slices, None, ``...``, int or bool arrays, a tuple of them.
+Index: TypeAlias = Any
 #: A function a transformation takes or returns (of operands, returning a :data:`Tree`).
 Fn: TypeAlias = Callable[..., Any]
 #: ``vjp``'s ``vjp_fn``: a cotangent shaped like the output -> one cotangent per primal.
