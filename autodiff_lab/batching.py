@@ -85,7 +85,8 @@ class Batched(BatchedArray, ArrayMethods):
         if prim.batch == "broadcasting":  # elementwise: the batch axis rides along
             out = bind(prim, *P.batch_aligned(args, batched), **params)
         else:
-            out = prim.batch(args, batched, **params)  # type: ignore[operator]  # (not a str)
+            # (a rule: the one str, "broadcasting", is handled above)
+            out = prim.batch(args, batched, **params)  # type: ignore[operator]
         (size,) = sizes
         if ops.shape(out)[:1] != (size,):
             raise RuntimeError(
@@ -136,7 +137,8 @@ class Batched(BatchedArray, ArrayMethods):
     def __getitem__(self, index: Index) -> Operand:
         if _holds_batch(index):  # each example has its own index (a class label…)
             return _take_per_example(self, index)
-        index = _plain_index(index)  # type: ignore[no-untyped-call]  # (unannotated there)
+        # (methods._plain_index has no annotations yet)
+        index = _plain_index(index)  # type: ignore[no-untyped-call]
         try:
             np.empty(self.shape)[index]  # the check, on one example's shape
         except IndexError as e:

@@ -55,6 +55,7 @@ def replay(
             primal, tangent = new_value(out.primal), new_value(out.tangent)
             return primal + tangent * Dual(0.0, 1.0, out.tag)
         if isinstance(out, BatchedArray):  # a batch of graph values: each one replayed
+            # (kinds.BatchedArray declares no constructor; its class, Batched, takes val, tag)
             return type(out)(new_value(out.val), out.tag)  # type: ignore[call-arg]
         if not is_node(out):
             return out
