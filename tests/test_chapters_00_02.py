@@ -184,8 +184,7 @@ def test_ch00_autodiff_matches_the_shared_symbolic_derivative():
     """Text: on f_10 autodiff and the shared symbolic derivative "agree to a few eps"."""
     printed = _printed(_cell_after_heading(CH00, "One point proves little"))
     found = re.search(
-        r"f_10'\(x0\) by autodiff: (\S+), by the shared symbolic derivative: (\S+), "
-        r"([\d.]+) eps apart",
+        r"f_10'\(x0\): autodiff (\S+), shared symbolic (\S+): ([\d.]+) eps apart",
         printed,
     )
     by_autodiff, by_symbolic, apart = (float(v) for v in found.groups())
