@@ -105,16 +105,14 @@ def test_ch00_digits_at_the_best_steps(sweep):
 
 
 def test_ch00_stored_verdicts_and_theory_values():
-    # the best steps' cell and the one after it (forward, then central and the tests' step)
-    printed = _printed(_code_cell(CH00, "def best_step")) + _printed(
-        _code_cell(CH00, 'print(f"central, theory')
-    )
+    # the best steps' cell: forward, central, central against forward, the tests' step
+    printed = _printed(_code_cell(CH00, "for name, errors, h_theory"))
     assert "False" not in printed and printed.count("True") == 6, printed
     assert central_error(1e-6) < 1e-9, "text: below 1e-9 at the tests' step h = 1e-6"
-    assert f"sqrt(eps)  = {math.sqrt(EPS):.0e}" in printed and "= 1e-08" in printed
-    assert f"eps^(1/3) = {EPS ** (1 / 3):.0e}" in printed and "= 6e-06" in printed
-    assert round(-math.log10(math.sqrt(EPS))) == 8 and "about 8 correct digits" in printed
-    assert round(-math.log10(EPS ** (2 / 3))) == 10 and "about 10 correct digits" in printed
+    assert f"forward, theory: best h ~ {math.sqrt(EPS):.0e}," in printed and "~ 1e-08" in printed
+    assert f"central, theory: best h ~ {EPS ** (1 / 3):.0e}," in printed and "~ 6e-06" in printed
+    assert round(-math.log10(math.sqrt(EPS))) == 8 and "1e-08, about 8 correct digits" in printed
+    assert round(-math.log10(EPS ** (2 / 3))) == 10 and "6e-06, about 10 correct digits" in printed
 
 
 def test_ch00_claim1_textbook_steps_miss_by_many_eps():
