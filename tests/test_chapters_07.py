@@ -1,4 +1,5 @@
-"""Chapter 07 (memory and control): what its text claims, measured again here.
+"""Chapter 07 (memory and control), in two parts: 07.1 (memory, checkpointing, custom rules)
+and 07.2 (debugging gradients). What their text claims, measured again here.
 
 The notebook prints only verdicts and counts; the measured figures behind them (arrays kept
 per step, per layer, the checkpointing trade-off) are asserted here with tolerances, and the
@@ -20,7 +21,10 @@ from autodiff_lab.functional import grad, jvp
 from autodiff_lab.viz.checkpointing import peak_bytes  # tracemalloc's peak around fn()
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTER = ROOT / "notebooks" / "07_memory_and_control.ipynb"
+PART_1 = ROOT / "notebooks" / "07_1_memory_and_custom_rules.ipynb"
+PART_2 = ROOT / "notebooks" / "07_2_debugging_gradients.ipynb"
+PARTS = (PART_1, PART_2)
+EXERCISES = "../exercises/07_memory_and_control.ipynb"  # one exercise notebook per chapter
 
 
 #: Steps of the chain run so far (forward, by checkpoint's first run, or by its re-run).
@@ -54,9 +58,10 @@ X0 = np.linspace(-1.0, 1.0, 1000)
 # --- the stored notebook ----------------------------------------------------------------------
 
 
-def test_every_printed_verdict_is_true():
+@pytest.mark.parametrize("part", PARTS, ids=lambda p: p.stem)
+def test_every_printed_verdict_is_true(part):
     """Each 'claim: True/False' line the chapter prints says True."""
-    for cell in notebook_cells(CHAPTER):
+    for cell in notebook_cells(part):
         if cell["cell_type"] != "code":
             continue
         out = printed(cell)
@@ -66,11 +71,17 @@ def test_every_printed_verdict_is_true():
         assert "Traceback" not in out and "Error" not in expected
 
 
+def _printed(part: Path) -> str:
+    return "\n".join(printed(c) for c in notebook_cells(part) if c["cell_type"] == "code")
+
+
 def test_chapter_states_its_numbers_as_printed():
-    out = "".join(printed(c) for c in notebook_cells(CHAPTER) if c["cell_type"] == "code")
+    out = _printed(PART_1)
     assert "reverse mode keeps about 3 arrays of 1000 numbers per step" in out
     assert "reverse mode keeps about 2 activations of shape (128, 64) per layer" in out
     assert "steps run twice at k = 1, 20, 400: 0 380 399" in out
+    assert "Three arrays per step" in markdown_text(PART_1)
+    out = _printed(PART_2)
     assert "6 sigmoid layers (Xavier)                 about 1e-4   stuck at ln 2" in out
     assert "6 sigmoid layers + residual               about 1e-2   below 0.5" in out
     assert "nan within 20 steps" in out
@@ -82,22 +93,54 @@ def test_chapter_states_its_numbers_as_printed():
         "He, lr 0.5, clipped to 1               below 10  below 10   below 0.01",
     ):
         assert row in out, row
-    text = markdown_text(CHAPTER)
-    for claim in (
-        "Three arrays per step",
-        "a ten-thousandth",
-        "a hundredfold",
-        "About 125 minutes",
-    ):
+    text = markdown_text(PART_2)
+    for claim in ("a ten-thousandth", "a hundredfold"):
         assert claim in text, claim
 
 
-def test_chapter_links_its_exercises():
-    text = markdown_text(CHAPTER)
-    assert "../exercises/07_memory_and_control.ipynb" in text
+#: The exercises each part prepares for, by number, as its first cells say.
+PREPARES = {PART_1: ("7.2", "7.3"), PART_2: ("7.1", "7.4")}
+
+
+@pytest.mark.parametrize("part", PARTS, ids=lambda p: p.stem)
+def test_each_part_links_the_other_and_the_exercises_it_prepares(part):
     from autodiff_lab.grading.exercises import ch07
 
-    assert len(ch07.EXERCISES) == 4  # "fix a NaN gradient, a stable custom vjp, ..."
+    text = markdown_text(part)
+    assert EXERCISES in text
+    other = PART_2 if part is PART_1 else PART_1
+    first = "".join(notebook_cells(part)[0]["source"])
+    number = "1" if part is PART_1 else "2"
+    assert first.startswith(f"# 07.{number} · ")
+    assert f"Part {number} of chapter 07" in first and f"({other.name})" in first
+    goals = "".join(notebook_cells(part)[2]["source"])
+    ids = {e.id for e in ch07.EXERCISES}
+    assert ids == {"7.1", "7.2", "7.3", "7.4"}  # the exercise notebook stays one per chapter
+    for exercise in PREPARES[part]:
+        assert f"{exercise} (" in goals or f"{exercise}," in goals, exercise
+    assert sorted(PREPARES[PART_1] + PREPARES[PART_2]) == sorted(ids)  # each one prepared
+
+
+def test_part_2_recaps_part_1_and_runs_on_its_own():
+    """Part 2 rebuilds what it uses: nothing it runs is defined only in part 1."""
+    first = "".join(notebook_cells(PART_2)[0]["source"])
+    assert "**Recap of 07.1.**" in first
+    code = "\n".join(
+        "".join(c["source"]) for c in notebook_cells(PART_2) if c["cell_type"] == "code"
+    )
+    for name in ("peak_bytes", "gradient_checkpointed", "logsumexp", "chain("):
+        assert name not in code, name
+
+
+def test_the_vanishing_gradients_heading_other_chapters_link_to_exists():
+    """Chapter 05 links to this heading (the one place vanishing gradients are taught)."""
+    headings = [
+        line
+        for c in notebook_cells(PART_2)
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+    ]
+    assert "## Debugging gradients: vanishing and exploding" in headings
 
 
 # --- the measurements behind the verdicts -----------------------------------------------------
@@ -388,7 +431,11 @@ def test_gradient_check_claims_float64_float32_and_kinks():
 
 
 def _chapter_printed() -> str:
-    return "\n".join(printed(c) for c in notebook_cells(CHAPTER) if c["cell_type"] == "code")
+    return "\n".join(_printed(part) for part in PARTS)
+
+
+def _chapter_text() -> str:
+    return "\n".join(markdown_text(part) for part in PARTS)
 
 
 def test_our_checkpoint_is_one_node_like_the_reentrant_variant(torch):
@@ -412,12 +459,12 @@ def test_our_checkpoint_is_one_node_like_the_reentrant_variant(torch):
     assert "(torch.autograd.graph.saved_tensors_hooks)" in source  # "through saved-tensor hooks"
     seg = checkpoint(lambda h: 0.9 * tanh(h) + 0.1)(Tensor(X0, requires_grad=True))
     assert seg._op == "checkpoint" and len(seg._prev) == 1
-    assert "wraps a\n  function exactly like ours" not in markdown_text(CHAPTER)
+    assert "wraps a\n  function exactly like ours" not in _chapter_text()
 
 
 def test_revolve_binomial_example():
     assert math.comb(10 + 3, 10) == 286  # the text's 10 checkpoints, at most 3 runs per step
-    assert "cover 286 steps" in markdown_text(CHAPTER)
+    assert "cover 286 steps" in _chapter_text()
 
 
 def test_what_tracing_compilers_do_with_a_data_dependent_if(torch):
@@ -442,7 +489,7 @@ def test_what_tracing_compilers_do_with_a_data_dependent_if(torch):
     assert traced(torch.tensor(-2.0)).item() == 4.0  # wrong: -(-2) = 2
     compiled = torch.compile(branchy, backend="eager")
     assert compiled(torch.tensor(-2.0)).item() == 2.0 and compiled(torch.tensor(2.0)).item() == 4.0
-    text = markdown_text(CHAPTER)
+    text = _chapter_text()
     assert "refuse data-dependent" not in text
     assert "**breaks\n  the graph**" in text and "`TracerBoolConversionError`" in text
 
@@ -453,7 +500,7 @@ def test_torch_fx_prints_an_ir_and_refuses_the_branch(torch):
     assert "TraceError: symbolically traced variables cannot be used as inputs to control flow" in (
         out
     )
-    text = markdown_text(CHAPTER)
+    text = _chapter_text()
     for name in (
         "Operator overloading with a tape",
         "Tracing to an intermediate representation",

@@ -16,6 +16,7 @@ from autodiff_lab.viz import CheckpointExplorer
 from autodiff_lab.viz.checkpointing import (
     KEPT_FILL,
     RECOMPUTED_FILL,
+    ROW_LENGTH,
     chain_dot,
     checkpointed_gradient,
     describe,
@@ -60,18 +61,80 @@ def test_checkpointed_gradient_matches_the_closed_form(k):
     )
 
 
-def test_drawing_colours_kept_and_recomputed_nodes():
-    """16 steps in 4 segments: x and h4, h8, h12 (boundaries) and h13..h16 kept; the rest
-    (3 per checkpointed segment, 9 in all) recomputed."""
-    dot = chain_dot(16, 4)
+def _drawn(dot: str) -> tuple[set[str], set[str], list[tuple[str, str]], set[str], list[str]]:
+    """(kept nodes, recomputed nodes, steps drawn as run twice, thick-bordered nodes, rows)
+    read from the DOT source."""
     kept = set(re.findall(rf'(\w+) \[label="\w+", fillcolor="{KEPT_FILL}"', dot))
     again = set(re.findall(rf'(\w+) \[label="\w+", fillcolor="{RECOMPUTED_FILL}"', dot))
+    twice = re.findall(r"(\w+) -> (\w+) \[[^]]*style=dashed", dot)
+    thick = set(re.findall(r'(\w+) \[label="\w+",[^]]*penwidth=3\.5', dot))
+    rows = re.findall(r"\{ rank=same; ([^}]*)\}", dot)
+    return kept, again, twice, thick, rows
+
+
+def test_drawing_colours_kept_and_recomputed_nodes():
+    """16 steps in 4 segments: x and h4, h8, h12 (boundaries) and h13..h16 kept; the rest
+    (3 per checkpointed segment, 9 in all) recomputed; the 12 steps of segments 1-3 drawn as
+    run twice; the segments' inputs x, h4, h8, h12 with a thick border; two rows of 9."""
+    dot = chain_dot(16, 4)
+    kept, again, twice, thick, rows = _drawn(dot)
     assert kept == {"x", "h4", "h8", "h12", "h13", "h14", "h15", "h16"}
     assert again == {f"h{i}" for i in (1, 2, 3, 5, 6, 7, 9, 10, 11)}
-    assert dot.count("subgraph cluster_") == 4
-    assert "segment 4 (recorded, kept)" in dot and "segment 1 (checkpointed" in dot
-    plain = chain_dot(16, 1)
-    assert RECOMPUTED_FILL not in plain and plain.count("subgraph cluster_") == 1
+    assert twice == [("x", "h1")] + [(f"h{i}", f"h{i + 1}") for i in range(1, 12)]
+    assert thick == {"x", "h4", "h8", "h12"}
+    assert [r.split("; ")[0] for r in rows] == ["x", "h9"] and len(rows) == 2
+    assert "4 segments: 8 of 17 values kept, 12 of 16 steps run twice" in dot
+    assert "blue: kept until the backward pass" in dot and "thick border" in dot
+    kept, again, twice, thick, _ = _drawn(chain_dot(16, 1))
+    assert RECOMPUTED_FILL not in chain_dot(16, 1) and not twice and not thick
+    assert len(kept) == 17
+
+
+def _steps_run_by_checkpointed_gradient(monkeypatch, n: int, k: int) -> int:
+    """How many chain steps one checkpointed gradient really runs (counted, not computed)."""
+    import autodiff_lab.viz.checkpointing as module
+
+    calls = [0]
+    step = module.chain_step
+
+    def counted(h):
+        calls[0] += 1
+        return step(h)
+
+    monkeypatch.setattr(module, "chain_step", counted)
+    checkpointed_gradient(np.linspace(-1, 1, 5), n, k)
+    monkeypatch.setattr(module, "chain_step", step)
+    return calls[0]
+
+
+@pytest.mark.parametrize("n", [5, 10, 16, 40])
+def test_drawing_is_compact_and_says_the_truth_at_every_k(monkeypatch, n):
+    """At every k the drawing has the same number of rows, ceil((n + 1) / 9), and its
+    counts line says what the drawing shows and what checkpointing really does: the steps
+    drawn as run twice are the steps the gradient ran a second time (counted by running
+    it), the values kept are the segments' inputs and the last segment's values."""
+    rows_at = set()
+    for k in range(1, n + 1):
+        dot = chain_dot(n, k)
+        kept, again, twice, thick, rows = _drawn(dot)
+        rows_at.add(len(rows))
+        assert all(len(r.split("; ")) - 1 <= ROW_LENGTH for r in rows)  # "a; b; " splits + 1
+        lengths = segment_lengths(n, k)
+        boundaries = set(np.cumsum(lengths[:-1]).tolist())
+        expected_kept = (
+            {"x"}
+            | {f"h{i}" for i in boundaries}
+            | {f"h{i}" for i in range(n - lengths[-1] + 1, n + 1)}
+        )
+        assert kept == expected_kept and len(kept) + len(again) == n + 1
+        run_twice = _steps_run_by_checkpointed_gradient(monkeypatch, n, k) - n
+        assert len(twice) == run_twice == n - lengths[-1]
+        segments = len(lengths)
+        assert thick == ({"x"} | {f"h{i}" for i in boundaries} if segments > 1 else set())
+        said = re.search(r'label="(\d+) segments?: (\d+) of (\d+) values kept, (\d+) of (\d+)', dot)
+        assert said and tuple(map(int, said.groups())) == (segments, len(kept), n + 1, run_twice, n)
+        assert describe(n, k)[0].endswith(f"{len(kept)} values kept, {run_twice} steps recomputed")
+    assert rows_at == {-(-(n + 1) // ROW_LENGTH)}
 
 
 def test_svg_has_a_text_alternative_naming_what_is_drawn(explorer):
@@ -103,6 +166,20 @@ def test_counts_are_exact(explorer):
     assert recomputed == {1: 0, 2: 8, 4: 12, 8: 14, 16: 15}  # n - n/k
     kept = {k: r["kept"] for k, r in explorer.results.items()}
     assert kept == {1: 17, 2: 10, 4: 8, 8: 10, 16: 17}  # k boundaries + the last segment
+
+
+def test_caption_and_drawing_say_the_counts_at_every_k(explorer):
+    """The caption, the title and the drawing's counts line agree with the hand counts at
+    every slider position (the issue: "17 of 17 values kept" whatever k)."""
+    kept = {1: 17, 2: 10, 4: 8, 8: 10, 16: 17}
+    twice = {1: 0, 2: 8, 4: 12, 8: 14, 16: 15}
+    for k in explorer.slider.options:
+        explorer.slider.value = k
+        assert f"{kept[k]} of 17 values kept, <b>{twice[k]}</b> of 16 steps run twice" in (
+            explorer.caption.value
+        )
+        assert explorer.title.endswith(f"{kept[k]} values kept, {twice[k]} steps recomputed")
+        assert f"{kept[k]} of 17 values kept, {twice[k]} of 16 steps run twice" in explorer.svg
 
 
 def test_measured_memory_falls_towards_sqrt_n_segments(explorer):

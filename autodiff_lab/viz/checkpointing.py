@@ -8,10 +8,13 @@ does). ``k = 1`` is plain backprop.
 
 The widget shows
 
-1. the chain as a graph, one row per segment: values the graph **keeps** (segment
-   boundaries, and every value of the last segment) filled blue, steps **recomputed** in the
-   backward pass orange with dashed borders. The SVG carries a text alternative
-   (``<title>``/``<desc>``, ``role="img"``, ``aria-labelledby``) naming what is drawn;
+1. the chain as a graph in rows of :data:`ROW_LENGTH` values (as tall at every ``k``):
+   values the graph **keeps** (segment boundaries, and every value of the last segment)
+   filled blue, values **recomputed** in the backward pass orange with dashed borders, the
+   steps run twice as orange dashed arrows, each segment's input with a thick border; its
+   first line states the counts and the next two the key, so the static picture says them.
+   The SVG carries a text alternative (``<title>``/``<desc>``, ``role="img"``,
+   ``aria-labelledby``) naming what is drawn;
 2. peak memory (``tracemalloc``) and the time of one gradient, measured live on this machine
    for every segment count up to the slider's, as a plot (the current ``k`` marked);
 3. a caption with the counts (exact) and the measurements (this machine, this run).
@@ -127,49 +130,78 @@ def describe(n: int, segments: int) -> tuple[str, str]:
     return title, desc
 
 
-def chain_dot(n: int, segments: int) -> str:
-    """DOT source of the chain: one row per segment, kept values blue, recomputed orange."""
+#: Values per row of the drawing: the chain wraps, so its height depends on n, never on k
+#: (one row per segment made k = 16 sixteen rows tall).
+ROW_LENGTH = 9
+
+
+def counts_line(n: int, segments: int) -> str:
+    """The drawing's first line: what is kept and what runs twice, counted exactly."""
+    lengths = segment_lengths(n, segments)
+    k, recomputed = len(lengths), n - lengths[-1]
+    kept = k + lengths[-1]
+    return (
+        f"{k} segment{'s' if k > 1 else ''}: {kept} of {n + 1} values kept, "
+        f"{recomputed} of {n} steps run twice"
+    )
+
+
+#: The drawing's key, one line each (the static picture carries it: no caption there).
+LEGEND = (
+    "blue: kept until the backward pass · orange, dashed: recomputed in it",
+    "orange arrow: a step run twice · thick border: a segment's input",
+)
+
+
+def chain_dot(n: int, segments: int, row_length: int = ROW_LENGTH) -> str:
+    """DOT source of the chain x, h1 … hn in rows of ``row_length`` values: kept values blue,
+    recomputed values orange and dashed; each arrow is a step, orange and dashed when the
+    backward pass runs it again; a segment's input (its checkpoint) has a thick border. The
+    graph's label states the counts and the legend, so the static picture says them too."""
+    if row_length < 2:
+        raise ValueError(f"chain_dot: row_length must be at least 2, got {row_length}")
     lengths = segment_lengths(n, segments)
     k = len(lengths)
+    label = counts_line(n, k)
+    key = "\\l".join(LEGEND)
     lines = [
         "digraph checkpointing {",
-        '  graph [rankdir=TB, nodesep=0.12, ranksep=0.25, fontname="Helvetica", fontsize=11,'
-        ' bgcolor="white"];',
-        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10,'
-        " height=0.3, width=0.45, margin=0.03];",
-        "  edge [arrowsize=0.5];",
+        '  graph [rankdir=TB, nodesep=0.22, ranksep=0.3, fontname="Helvetica", fontsize=14,'
+        f' bgcolor="white", labelloc=t, labeljust=l, label="{label}\\l{key}\\l"];',
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=14,'
+        " height=0.4, width=0.6, margin=0.04];",
+        "  edge [arrowsize=0.6];",
     ]
-    kept = f'fillcolor="{KEPT_FILL}", color="{KEPT_LINE}", penwidth=1.5'
+    kept = f'fillcolor="{KEPT_FILL}", color="{KEPT_LINE}"'
     again = (
         f'fillcolor="{RECOMPUTED_FILL}", color="{RECOMPUTED_LINE}", style="rounded,filled,dashed"'
     )
-    step, previous, first = 0, None, "x"
+    names, styles, steps = ["x"], [kept], []  # steps: (from, to, run twice?)
+    inputs = {"x"} if k > 1 else set()
     for s, length in enumerate(lengths):
         checkpointed = s < k - 1
-        what = "checkpointed: recomputed in backward" if checkpointed else "recorded, kept"
-        lines.append(f"  subgraph cluster_{s} {{")
-        lines.append(
-            f'    label="segment {s + 1} ({what})"; labeljust=l; style="rounded";'
-            f' color="{RECOMPUTED_LINE if checkpointed else KEPT_LINE}";'
-        )
-        names = []
-        if s == 0:
-            lines.append(f'    x [label="x", {kept}];')
-            names.append("x")
         for i in range(length):
-            step += 1
+            name = f"h{len(names)}"
             boundary = checkpointed and i == length - 1  # the next segment's input: kept
-            style = kept if not checkpointed or boundary else again
-            lines.append(f'    h{step} [label="h{step}", {style}];')
-            names.append(f"h{step}")
-        lines.append("    { rank=same; " + "; ".join(names) + "; }")
-        lines.append("  }")
-        if previous is not None:  # rows left-aligned; the real edge bends down to the next
-            lines.append(f"  {first} -> {names[0]} [style=invis, weight=10];")
-            lines.append(f"  {previous} -> {names[0]} [constraint=false];")
-        first = names[0]
-        lines += [f"  {a} -> {b};" for a, b in zip(names, names[1:])]
-        previous = names[-1]
+            styles.append(kept if not checkpointed or boundary else again)
+            steps.append((names[-1], name, checkpointed))
+            names.append(name)
+            if boundary:
+                inputs.add(name)
+    for name, style in zip(names, styles):
+        width = 3.5 if name in inputs else 1.5
+        lines.append(f'  {name} [label="{name}", {style}, penwidth={width}];')
+    rows = [names[i : i + row_length] for i in range(0, len(names), row_length)]
+    for r, row in enumerate(rows):
+        lines.append("  { rank=same; " + "; ".join(row) + "; }")
+        if r:  # rows stacked, left-aligned; the real step bends down to the next row
+            lines.append(f"  {rows[r - 1][0]} -> {row[0]} [style=invis, weight=10];")
+    for a, b, twice in steps:
+        wrap = " constraint=false," if any(b == row[0] for row in rows) else ""
+        look = (
+            f'color="{RECOMPUTED_LINE}", style=dashed, penwidth=2' if twice else 'color="#333333"'
+        )
+        lines.append(f"  {a} -> {b} [{wrap.strip()} {look}];".replace("[ ", "["))
     lines.append("}")
     return "\n".join(lines)
 

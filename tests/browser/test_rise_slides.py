@@ -225,7 +225,7 @@ def test_chapter_05_dashboard_start_trains_in_the_slideshow(lecture, screenshot)
 def test_chapter_07_checkpoint_explorer_slider_in_the_slideshow(lecture, screenshot):
     from playwright.sync_api import expect
 
-    slideshow = lecture("07_memory_and_control.ipynb")
+    slideshow = lecture("07_1_memory_and_custom_rules.ipynb")
     explorer = walk_to(slideshow, ".widget-slider:has-text('segments k')")
     slider = explorer.locator(".widget-slider", has_text="segments k").first
     caption = explorer.locator(".widget-html-content", has_text="values kept").first
