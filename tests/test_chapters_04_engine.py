@@ -399,14 +399,17 @@ def test_part_2_rebuilds_exactly_the_engine_cells_of_part_1():
     part_1 = [cell_source(c) for c in notebook_cells(CH04_1)]
     engine_sources = [cell_source(_cell(first, marker)) for first, marker in ENGINE]
     wanted = [source for source in part_1 if source in engine_sources]
-    wanted += [cell_source(_cell("def numeric_gradient(fn, X, h=1e-6):"))]
-    assert len(wanted) == 9  # the Tensor, its shape, backward, unbroadcast, +, *, @ (2), fd
+    wanted += [
+        cell_source(_cell(first)) for first in ("def tensor_sum(self):", "def numeric_gradient(")
+    ]
+    assert len(wanted) == 10  # Tensor, its shape, backward, unbroadcast, +, *, @ (2), sum, fd
     assert sorted(map(cell_source, tagged)) == sorted(wanted)
     assert all(c["cell_type"] == "code" for c in tagged)
     (setup,) = [c for c in notebook_cells(CH04_2) if "rebuild_part_1(globals())" in cell_source(c)]
     assert f'"{REBUILT}"' in cell_source(setup) and f"`{REBUILT}`" in markdown_text(CH04_2)
     assert printed(setup) == (
-        "from 04.1: Tensor, add, as_tensor, backward, matmul, mul, numeric_gradient, unbroadcast\n"
+        "from 04.1: Tensor, add, as_tensor, backward, matmul, mul, numeric_gradient, "
+        "tensor_sum, unbroadcast\n"
     )
 
 
