@@ -17,6 +17,11 @@ Every chapter cell carries ``metadata.slideshow.slide_type`` (slide / subslide /
   built-in navigator (arrow keys) replaces reveal.js, widgets show their stored static
   picture, and math is converted to MathML (``latex2mathml``, in the ``lab`` extra), which
   the browser draws itself; an expression it cannot convert stays as LaTeX source.
+
+Every slide of the offline export fits a 1280×720 projector (body text 18 px, code 16 px:
+``_OFFLINE_CSS``), tested in Chromium by tests/browser/test_slides_fit.py. A slide that
+scrolls on purpose carries the cell tag ``slide-scrolls`` (on any of its cells) and the
+export says so on the slide, under its first cell: "(this slide scrolls)".
 """
 
 from __future__ import annotations
@@ -143,6 +148,32 @@ def _prefer_static_widget_views(nb):
             if WIDGET_VIEW in data and len(data) > 1:
                 del data[WIDGET_VIEW]
     nb.metadata.pop("widgets", None)
+    return nb
+
+
+#: The cell tag of a slide that is allowed to be taller than the screen, and what the export
+#: writes on such a slide (under the cell that opens it) so that the audience knows.
+SCROLLS_TAG = "slide-scrolls"
+SCROLLS_NOTE = "(this slide scrolls)"
+
+
+def _say_where_slides_scroll(nb):
+    """A copy of ``nb`` where each slide (or sub-slide) with a cell tagged SCROLLS_TAG
+    shows SCROLLS_NOTE right under the cell that opens it."""
+    from nbformat.v4 import new_markdown_cell
+
+    nb = copy.deepcopy(nb)
+    cells, opener, marked = nb.cells, 0, set()
+    for i, cell in enumerate(cells):
+        kind = cell.get("metadata", {}).get("slideshow", {}).get("slide_type", "-")
+        if kind in ("slide", "subslide"):
+            opener = i
+        if SCROLLS_TAG in cell.get("metadata", {}).get("tags", []):
+            marked.add(opener)
+    for i in sorted(marked, reverse=True):
+        note = new_markdown_cell(f"*{SCROLLS_NOTE}*")
+        note.metadata["slideshow"] = {"slide_type": "-"}
+        cells.insert(i + 1, note)
     return nb
 
 
@@ -323,7 +354,7 @@ def export_slides(
     from nbconvert import SlidesExporter
 
     notebook = Path(notebook)
-    nb = nbformat.reads(committed_text(notebook)[0], as_version=4)
+    nb = _say_where_slides_scroll(nbformat.reads(committed_text(notebook)[0], as_version=4))
     if offline:
         nb = _prefer_static_widget_views(nb)
     exporter = SlidesExporter()
