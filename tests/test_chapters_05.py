@@ -51,6 +51,10 @@ def test_claims_are_in_the_stored_outputs(cells):
     test_acc = float(re.search(r"test accuracy:\s+([\d.]+) %", text).group(1))
     assert test_acc >= 97.0
     assert "largest difference over all 9610 gradients < 1e-12: True" in text
+    # "the two layers' norms stay within a factor of about 2 of each other at every step"
+    norms = re.search(r"layer 2 ÷ layer 1 norm: ([\d.]+) to ([\d.]+),", text)
+    low, high = float(norms.group(1)), float(norms.group(2))
+    assert 0.4 <= low <= high <= 2.5
     # the dashboard starts untrained, so a first press of Start shows learning happen
     assert "TrainingDashboard: untrained MLP 2-16-16-2 (relu) on 200 points" in text
 
