@@ -4,8 +4,8 @@ Timings belong here, not in ``make test`` (a test that times code fails on a bus
 passes on a fast one; this one process runs with one BLAS thread and alternates the engines it
 compares, so a busy neighbour slows both alike). Each claim is quoted where the text makes it:
 
-- chapter 05, sections 2 and 6: the tensor engine is "more than 10× per epoch with
-  mini-batches of 10" faster than the scalar one, "more than 30×" on the full batch of 100,
+- chapter 05, sections 2 and 5: the tensor engine is "more than 10× faster per epoch with
+  mini-batches of 10" than the scalar one, "more than 30×" on the full batch of 100,
   and a tensor step on 100 points takes about as long as one on 10 (here: 0.5 to 3 times);
 - ``nn.Neuron``'s docstring: its dot node makes a scalar training step "several times
   faster" than micrograd's sum of products (here: more than 2 times);

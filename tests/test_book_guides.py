@@ -200,6 +200,16 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     ),
     (
         "lecturer",
+        "At 1280×720 its body text is 18 px and its code 16 px",
+        says(
+            "tests/browser/test_slides_fit.py",
+            'PROJECTOR = {"width": 1280, "height": 720}',
+            "BODY_TEXT_PX = 18",
+            "CODE_TEXT_PX = 16",
+        ),
+    ),
+    (
+        "lecturer",
         "under ipywidgets 8 the same tests are a strict expected failure",
         says("tests/browser/test_rise_slides.py", "pytest.mark.xfail(", "strict=True"),
     ),

@@ -7,7 +7,6 @@ about speed are measured by ``make bench``, benchmarks/bench_claims.py.)
 """
 
 import json
-import math
 import re
 from pathlib import Path
 
@@ -48,10 +47,14 @@ def test_claims_are_in_the_stored_outputs(cells):
     text = printed_text(cells)
     assert "parameters: 337" in text
     assert re.search(r"training accuracy: 100 %", text)  # scalar MLP on the moons
-    assert re.search(r"without zero_grad: loss 0\.92 -> \d+", text)
+    assert "50 points: 25 in class +1, 25 in class -1" in text
     test_acc = float(re.search(r"test accuracy:\s+([\d.]+) %", text).group(1))
     assert test_acc >= 97.0
     assert "largest difference over all 9610 gradients < 1e-12: True" in text
+    # "the two layers' norms stay within a factor of about 2 of each other at every step"
+    norms = re.search(r"layer 2 ÷ layer 1 norm: ([\d.]+) to ([\d.]+),", text)
+    low, high = float(norms.group(1)), float(norms.group(2))
+    assert 0.4 <= low <= high <= 2.5
     # the dashboard starts untrained, so a first press of Start shows learning happen
     assert "TrainingDashboard: untrained MLP 2-16-16-2 (relu) on 200 points" in text
 
@@ -107,8 +110,6 @@ def test_learning_rate_verdicts_are_printed(cells):
                            text, re.M))  # fmt: skip
     assert rows == {"0.01": "too small", "0.1": "too small", "1.0": "about right",
                     "5.0": "too large: unstable", "20.0": "too large: diverges"}  # fmt: skip
-    assert "lr = 20: second hidden layer, units active on any point: 0 of 16" in text
-    assert "different scores over the 100 points: 1" in text
 
 
 def _moons_losses(lr: float, steps: int = 80) -> list[float]:
@@ -126,44 +127,53 @@ def _moons_losses(lr: float, steps: int = 80) -> list[float]:
 
 
 def test_learning_rate_claims_of_the_text():
-    """Section 3: 1.0 ends lowest of the calm runs (section 2's 0.5 too), 5.0 spikes at its
-    third step to about twenty times its start, 20 passes 1e12."""
-    runs = {lr: _moons_losses(lr) for lr in (0.01, 0.1, 0.5, 1.0, 5.0, 20.0)}
+    """Section 2: 1.0 ends lowest of the calm runs, 5.0 spikes at its third step to about
+    twenty times its start, 20 passes 1e12."""
+    runs = {lr: _moons_losses(lr) for lr in (0.01, 0.1, 1.0, 5.0, 20.0)}
     calm = {lr: losses for lr, losses in runs.items() if max(losses) <= losses[0]}
-    assert set(calm) == {0.01, 0.1, 0.5, 1.0}
+    assert set(calm) == {0.01, 0.1, 1.0}
     assert min(calm, key=lambda lr: calm[lr][-1]) == 1.0
     spike = runs[5.0]
     assert int(np.argmax(spike)) + 1 == 3 and 15 < max(spike) / spike[0] < 25
     assert max(runs[20.0]) > 1e12
 
 
+# --- issue 25 §3: what other chapters teach is linked, not repeated ---------------------------
+
+ZERO_GRAD_CHAPTER = "03_1_value_and_backward.ipynb"  # chapter 03's Step 5 (split by issue 25)
+VANISHING_CHAPTER = "07_2_debugging_gradients.ipynb"  # chapter 07's vanishing and exploding
+
+
+def test_zero_grad_and_vanishing_gradients_are_linked_not_taught_again(cells):
+    """zero_grad is chapter 03's (Step 5 and claim 6), vanishing and exploding gradients are
+    chapter 07's: chapter 05 links each, and runs neither experiment itself."""
+    markdown, code = _markdown(cells), "\n".join(_code(cells))
+    assert f"]({ZERO_GRAD_CHAPTER}#Step-5-—-zero_grad())" in markdown
+    assert f"]({VANISHING_CHAPTER}#Debugging-gradients:-vanishing-and-exploding)" in markdown
+    assert "zero_grad=False" not in code and "zero_grad=True" not in code  # no forgetting run
+    assert 'activation="sigmoid"' not in code  # no deep sigmoid network trained here
+    assert markdown.count("## 4 · One step checked against PyTorch") == 1
+    torch_cells = [s for s in _code(cells) if "torch" in s]
+    assert sum(len(s.splitlines()) for s in torch_cells) <= 16  # a compact check, one step
+
+
 @pytest.mark.slow
-def test_vanishing_gradient_claims_of_theprinted_text(cells):
-    """Section 3's dashboard: 6 sigmoid layers start with the first layer's gradient
-    thousands of times smaller than the last's, the ratio falls below 2 (every layer
-    tiny), and the loss stalls at ln 2. A learning rate of 10 kills the ReLUs."""
-    deep = TrainingDashboard(seed=0, depth=6, activation="sigmoid", steps_per_frame=300)
-    deep.run(300)
-    norms = np.array(deep.history["grad_norms"])
-    ratio = norms[:, -1] / norms[:, 0]
-    assert 1000 < ratio[0] < 100_000
-    assert ratio[-1] < 2 and ratio[200:].max() < 2 and norms[:, 0].max() < 1e-4
-    assert abs(deep.history["loss"][-1] - math.log(2)) < 1e-3
+def test_dashboard_shows_vanishing_and_exploding_as_the_text_says(cells):
+    """The dashboard slide: "try sigmoid with 6 hidden layers, or a learning rate of 10, and
+    see the norms vanish or explode". Six sigmoid layers start with the first layer's
+    gradient thousands of times below the last's; at lr = 10 a layer's norm passes 1,000
+    within the first 10 steps."""
     markdown = _markdown(cells)
-    assert "momentum 0.9" in markdown and deep.momentum == 0.9
-    assert "thousands of times" in markdown and "about a thousand times" not in markdown
-    text = printed_text(cells)
-    assert "every weight gradient exactly 0 in over 90 % of steps 11-100: True" in text
-
-    def turns(momentum: float) -> int:  # how often the last layer's norm changes direction
-        dash = TrainingDashboard(
-            seed=0, depth=6, activation="sigmoid", steps_per_frame=150, momentum=momentum
-        )
-        dash.run(150)
-        slope = np.sign(np.diff(np.array(dash.history["grad_norms"])[:, -1]))
-        return int(np.sum(slope[1:] != slope[:-1]))
-
-    assert turns(0.9) > 20 and turns(0.0) < 5  # "the zig-zag is momentum"
+    assert "`sigmoid` with 6 hidden layers" in markdown and "a learning rate of 10" in markdown
+    assert "momentum 0.9" in markdown
+    deep = TrainingDashboard(seed=0, depth=6, activation="sigmoid", steps_per_frame=10)
+    deep.run(1)
+    assert deep.momentum == 0.9
+    first = np.array(deep.history["grad_norms"])[0]
+    assert first[-1] / first[0] > 1000
+    wild = TrainingDashboard(seed=0, lr=10, steps_per_frame=10)
+    wild.run(10)
+    assert np.array(wild.history["grad_norms"]).max() > 1000
 
 
 def test_speed_claims_of_theprinted_text(cells):
@@ -172,8 +182,8 @@ def test_speed_claims_of_theprinted_text(cells):
     print what this machine measures). The figures are measured, and the claims asserted, by
     ``make bench`` (benchmarks/bench_claims.py), not here: a timed test fails on a busy
     machine."""
-    markdown = _markdown(cells)
-    assert "more than 10× per\nepoch with mini-batches of 10" in markdown
+    markdown = " ".join(_markdown(cells).split())
+    assert "more than 10× faster per epoch with mini-batches of 10" in markdown
     assert "more than 30×" in markdown
     assert "hundred times" not in markdown
     assert CH05_SPEEDUP == {10: 10, 100: 30}
@@ -190,14 +200,31 @@ def test_pictures_and_structure(cells):
         "image/png" in data or "data:image/png;base64," in "".join(data.get("text/html", ""))
         for data in (o.get("data", {}) for c in cells for o in c.get("outputs", []))
     )  # a figure is a PNG in an <img alt> (autodiff_lab.viz.figures), a widget's also image/png
-    # moons, boundary, zero_grad, lr, dashboard, vanishing, digits, confusion, norms
-    assert pngs >= 9
+    # boundary, learning rates, dashboard, digits, confusion, norms
+    assert pngs >= 6
     markdown = _markdown(cells)
     for needed in ("Learning goals", "Check yourself", "Summary",
                    "../exercises/05_training.ipynb", "$$"):  # fmt: skip
         assert needed in markdown
     timed = [c for c in cells if "perf_counter" in "".join(c["source"])]
     assert timed and all("nbval-ignore-output" in c["metadata"].get("tags", []) for c in timed)
+
+
+def test_figures_are_sharp_on_a_projector_and_small_when_stored(cells):
+    """Figures are drawn at 120 dpi (80 before issue 26: blurred on a projector); each stored
+    PNG stays under 150 KB."""
+    import base64
+
+    setup = next(_source(c) for c in cells if "plt.rcParams.update" in _source(c))
+    assert '"figure.dpi": 120' in setup
+    sizes = [
+        len(base64.b64decode(png))
+        for c in cells
+        for o in c.get("outputs", [])
+        for png in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)",
+                              "".join(o.get("data", {}).get("text/html", "")))
+    ]  # fmt: skip
+    assert len(sizes) >= 5 and max(sizes) < 150_000, sizes
 
 
 def test_one_neuron_is_three_operation_nodes_instead_of_2n_plus_1():

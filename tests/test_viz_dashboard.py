@@ -1,7 +1,7 @@
 """Details of the training dashboard a careful reader notices (issue 26, section 4).
 
 - Stop is disabled (greyed out) unless a background run is going on.
-- When every weight gradient is exactly 0 (ReLUs dead after lr = 10, as chapter 05 shows),
+- When every weight gradient is exactly 0 (ReLUs dead after lr = 10),
   the log-scale gradient panel cannot draw the norms: the panel and the status say so.
 - The accuracy axis (0 to 1) and the loss axis share their tick positions: 6 ticks each,
   at the same heights, so one set of grid lines serves both.

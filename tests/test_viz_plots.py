@@ -25,9 +25,11 @@ from autodiff_lab.viz.plots import (  # noqa: E402
     plot_error_vs_step,
     plot_gradient_norms_by_layer,
     plot_jacobian_passes,
+    plot_learning_rates,
     plot_memory_race,
     plot_mode_race,
     plot_moons_training,
+    plot_one_image_per_class,
 )
 
 
@@ -271,6 +273,33 @@ def test_gradient_norms_by_layer_names_each_layer_and_the_ratio():
         plot_gradient_norms_by_layer(np.ones(3), title="t")
 
 
+def test_learning_rates_draws_one_log_curve_per_rate_with_its_verdict():
+    losses = {0.1: [1.0, 0.5, 0.25], 10.0: [1.0, 100.0, 1e4]}
+    fig = plot_learning_rates(losses, {0.1: "fine", 10.0: "diverges"}, title="rates")
+    (ax,) = fig.get_axes()
+    small, large = ax.get_lines()
+    assert [small.get_label(), large.get_label()] == ["lr 0.1: fine", "lr 10.0: diverges"]
+    np.testing.assert_allclose(small.get_xdata(), [1, 2, 3])  # steps count from 1
+    np.testing.assert_allclose(large.get_ydata(), [1.0, 100.0, 1e4])
+    assert small.get_color() != large.get_color()
+    assert ax.get_yscale() == "log" and ax.get_title() == "rates"
+    with pytest.raises(ValueError, match=r"each with a verdict; got rates \[0\.1, 10\.0\]"):
+        plot_learning_rates(losses, {0.1: "fine"})
+
+
+def test_one_image_per_class_shows_the_first_image_of_each_class_in_order():
+    labels = np.array([2, 0, 2, 1, 0])
+    images = np.arange(5 * 4).reshape(5, 4)  # image k holds 4k .. 4k + 3
+    fig = plot_one_image_per_class(images, labels, shape=(2, 2))
+    axes = fig.get_axes()
+    assert [ax.get_title() for ax in axes] == ["0", "1", "2"]
+    # the first image of class 0 is image 1, of class 1 image 3, of class 2 image 0
+    for ax, first in zip(axes, (1, 3, 0)):
+        np.testing.assert_array_equal(ax.images[0].get_array(), images[first].reshape(2, 2))
+    with pytest.raises(ValueError, match=r"one label per image, got 5 images"):
+        plot_one_image_per_class(images, labels[:4], shape=(2, 2))
+
+
 def test_confusion_and_mistakes_counts_and_shows_each_wrong_image():
     true = np.array([0, 0, 1, 2, 2, 2])
     predicted = np.array([0, 1, 1, 2, 0, 2])  # two mistakes: 0 -> 1 and 2 -> 0
@@ -300,5 +329,8 @@ def test_no_text_smaller_than_the_stated_minimum():
     moons = plot_moons_training(lambda p: p[:, 0], [[0.0, 0.0], [1.0, 1.0]], [0, 1], "t", [1], [1])
     norms = plot_gradient_norms_by_layer(np.ones((3, 3)), title="t")
     confusion = plot_confusion_and_mistakes([0, 1], [1, 1], np.ones((2, 4)), shape=(2, 2))
-    for fig in (race, passes, v, memory, costs, moons, norms, confusion):
+    rates = plot_learning_rates({0.1: [1.0, 0.5]}, {0.1: "about right"})
+    digits = plot_one_image_per_class(np.ones((2, 4)), [0, 1], shape=(2, 2))
+    figures = (race, passes, v, memory, costs, moons, norms, confusion, rates, digits)
+    for fig in figures:
         assert _smallest_text(fig) >= MIN_FONT_SIZE

@@ -17,8 +17,8 @@ loss fall. The controls wrap and keep a minimum width, and the picture shrinks t
 panel, so it stays usable in a ~600 px panel (e.g. beside a slideshow).
 
 (Six sigmoid layers show vanishing gradients: at the start the first layer's norm is
-thousands of times below the last's
-(~9,000x; chapter 05 prints it) and the loss stalls at ln 2.) The model is a tensor MLP
+thousands of times below the last's (tests/test_chapters_05.py) and the loss stalls at
+ln 2.) The model is a tensor MLP
 (2 → hidden × depth → classes) trained full-batch with SGD + momentum on the cross-entropy
 loss; the tensor engine keeps a frame (several steps plus a redraw) well under 200 ms.
 

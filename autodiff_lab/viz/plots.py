@@ -16,8 +16,11 @@ of a room; forward and reverse mode have the colours the widgets give them
   the number of segments (the drawing of the checkpoint explorer).
 - :func:`plot_moons_training` — a 2-D classifier's decision regions over its data, next to
   its training curves.
+- :func:`plot_learning_rates` — the loss curves of one network trained at several learning
+  rates, on a log axis, each labelled with its verdict.
 - :func:`plot_gradient_norms_by_layer` — each layer's gradient norm during training and the
   last layer's over the first's (vanishing gradients).
+- :func:`plot_one_image_per_class` — the first image of each class, side by side.
 - :func:`plot_confusion_and_mistakes` — a classifier's confusion matrix and the images it
   got wrong.
 - :func:`plot_mode_race` — the CPU time of forward and reverse mode as the inputs (a
@@ -265,6 +268,59 @@ def plot_moons_training(
     return fig
 
 
+#: Colours of the learning-rate curves, smallest rate first (Okabe–Ito: colour-blind safe).
+_RATE_COLOURS = ["#56B4E9", "#009E73", "#0072B2", "#E69F00", "#D55E00", "#CC79A7", "#000000"]
+
+
+def plot_learning_rates(
+    losses: Any, verdicts: Any, *, title: str = "the same network trained at several rates"
+) -> Any:
+    """The loss of each training step for each learning rate (``losses``: rate -> losses),
+    on a log axis, the legend naming each rate and its ``verdicts[rate]``. Returns the
+    figure."""
+    import matplotlib.pyplot as plt
+
+    rates = list(losses)
+    if not rates or len(rates) > len(_RATE_COLOURS) or set(verdicts) != set(rates):
+        raise ValueError(
+            f"plot_learning_rates: 1 to {len(_RATE_COLOURS)} rates, each with a verdict; got "
+            f"rates {rates} and verdicts for {list(verdicts)}"
+        )
+    fig, ax = plt.subplots(figsize=(8, 3.4))
+    for rate, colour in zip(rates, _RATE_COLOURS):
+        curve = np.asarray(losses[rate], dtype=float)
+        ax.plot(range(1, len(curve) + 1), curve, color=colour, label=f"lr {rate}: {verdicts[rate]}")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (log scale)")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=MIN_FONT_SIZE)
+    fig.tight_layout()
+    return fig
+
+
+def plot_one_image_per_class(images: Any, labels: Any, *, shape: tuple[int, int]) -> Any:
+    """The first of ``images`` (each reshaped to ``shape``) of every class in ``labels``,
+    side by side in class order, each titled with its class. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    labels = np.asarray(labels, dtype=int)
+    if labels.ndim != 1 or len(images) != len(labels) or not len(labels):
+        raise ValueError(
+            f"plot_one_image_per_class: one label per image, got {len(images)} images and "
+            f"labels of shape {labels.shape}"
+        )
+    classes = np.unique(labels)
+    fig, axes = plt.subplots(1, len(classes), figsize=(0.9 * len(classes) + 1, 1.4))
+    for ax, label in zip(np.atleast_1d(axes), classes):
+        first = int(np.flatnonzero(labels == label)[0])
+        ax.imshow(np.asarray(images[first]).reshape(shape), cmap="gray_r")
+        ax.set_title(str(label))
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
 def plot_gradient_norms_by_layer(norms: Any, *, title: str) -> Any:
     """Left: the gradient norm of each layer's weights at every step (``norms``: steps ×
     layers, the last column the output layer), log scale. Right: the last layer's norm over
@@ -380,7 +436,9 @@ __all__ = [
     "MIN_FONT_SIZE",
     "plot_confusion_and_mistakes",
     "plot_gradient_norms_by_layer",
+    "plot_learning_rates",
     "plot_moons_training",
+    "plot_one_image_per_class",
     "plot_checkpoint_costs",
     "plot_error_vs_step",
     "plot_jacobian_passes",
