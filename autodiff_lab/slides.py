@@ -42,7 +42,8 @@ DESCRIPTION = """\
 Export a chapter notebook as reveal.js HTML slides, built from the stored outputs (the
 notebook is not re-run). CHAPTER is a path to a notebook, or a chapter number or name
 prefix looked up in notebooks/: "3", "03", "04_tensors", "tensors"; "all" exports every
-notebook in notebooks/.
+notebook in notebooks/. A chapter split into parts (notebooks/03_1_*.ipynb, 03_2_*.ipynb):
+"03" exports every part, one file each; "03.1" (or "3.1", "03_1") exports part 1 alone.
 
 Network: the default HTML loads reveal.js, require.js, jQuery, MathJax and the Jupyter
 widget manager from CDNs (unpkg, cdnjs, jsdelivr) when it is opened; without network it
@@ -65,25 +66,38 @@ def notebooks_dir() -> Path:
     return here if here.is_dir() else Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def find_chapter(spec: str, folder: Path | None = None) -> Path:
-    """The notebook named by ``spec``: a path, or a number / name prefix / name part.
+#: A chapter split into parts: ``NN_K_slug`` is part K of chapter NN (``03_1_value_and_backward``).
+PART = re.compile(r"^(\d\d)_(\d)_")
+#: A part named by number: ``03.1``, ``3.1``, ``03_1``.
+PART_SPEC = re.compile(r"^(\d{1,2})[._](\d)$")
 
-    ``"3"`` and ``"03"`` find ``03_*.ipynb``; ``"tensors"`` finds ``04_tensors.ipynb``.
-    Raises FileNotFoundError listing the chapters when nothing (or more than one) matches.
+
+def find_chapters(spec: str, folder: Path | None = None) -> list[Path]:
+    """The notebooks named by ``spec``: one chapter, or every part of a chapter in parts.
+
+    ``"3"`` and ``"03"`` find ``03_*.ipynb`` — all of its parts, in order, when chapter 03
+    is split into ``03_1_*`` and ``03_2_*``; ``"03.1"``, ``"3.1"`` and ``"03_1"`` find part 1
+    alone; ``"tensors"`` finds ``04_tensors.ipynb``; a path is that notebook. Raises
+    FileNotFoundError listing the chapters when nothing matches, or when ``spec`` names
+    several notebooks that are not the parts of one chapter (``"00"``: two chapters).
     """
     path = Path(spec)
     if path.suffix == ".ipynb" or path.exists():
         if not path.is_file():
             raise FileNotFoundError(f"slides: no notebook at {spec!r}")
-        return path
+        return [path]
     folder = folder or notebooks_dir()
     chapters = sorted(folder.glob("*.ipynb"))
-    key = spec.zfill(2) if spec.isdigit() else spec
+    part = PART_SPEC.match(spec)
+    if part:
+        key = f"{int(part[1]):02d}_{part[2]}_"
+    else:
+        key = spec.zfill(2) if spec.isdigit() else spec
     matches = [p for p in chapters if p.stem == key]
     matches = matches or [p for p in chapters if p.stem.startswith(key)]
     matches = matches or [p for p in chapters if key.lower() in p.stem.lower()]
-    if len(matches) == 1:
-        return matches[0]
+    if len(matches) == 1 or _parts_of_one_chapter(matches):
+        return matches
     names = ", ".join(p.stem for p in chapters) or "(none)"
     if not matches:
         raise FileNotFoundError(f"slides: no chapter matches {spec!r} in {folder}; have: {names}")
@@ -91,6 +105,27 @@ def find_chapter(spec: str, folder: Path | None = None) -> Path:
         f"slides: {spec!r} is ambiguous, it matches {', '.join(p.stem for p in matches)}; "
         "give more of the name"
     )
+
+
+def _parts_of_one_chapter(paths: list[Path]) -> bool:
+    """True when ``paths`` are two or more parts (``NN_K_*``) of the same chapter NN."""
+    found = [PART.match(p.stem) for p in paths]
+    return len(paths) > 1 and all(found) and len({m[1] for m in found if m}) == 1
+
+
+def find_chapter(spec: str, folder: Path | None = None) -> Path:
+    """The one notebook named by ``spec`` (see :func:`find_chapters`).
+
+    A chapter in parts is not one notebook: ``"03"`` then raises FileNotFoundError naming
+    its parts (``"03.1"`` finds the first).
+    """
+    found = find_chapters(spec, folder)
+    if len(found) > 1:
+        raise FileNotFoundError(
+            f"slides: chapter {spec!r} has {len(found)} parts, "
+            f"{', '.join(p.stem for p in found)}; name one (e.g. {spec}.1)"
+        )
+    return found[0]
 
 
 # --- exporting -----------------------------------------------------------------------------
@@ -384,7 +419,7 @@ def run(args: argparse.Namespace) -> int:
             if not notebooks:
                 raise FileNotFoundError(f"slides: no notebooks in {notebooks_dir()}")
         else:
-            notebooks = [find_chapter(args.chapter)]
+            notebooks = find_chapters(args.chapter)
     except FileNotFoundError as e:
         print(e, file=sys.stderr)
         return 2
@@ -408,7 +443,10 @@ def register(subparsers) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "chapter", metavar="CHAPTER", help='notebook path, chapter ("03", "tensors") or "all"'
+        "chapter",
+        metavar="CHAPTER",
+        help='notebook path, chapter ("03": every part of it; "03.1": one part; "tensors") '
+        'or "all"',
     )
     parser.add_argument(
         "--out", metavar="DIR", type=Path, default=None,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -90,6 +91,10 @@ def hide_test_extra(folder: Path) -> Path:
     return folder
 
 
+#: The PYTHONPATH this process was started with (a student's kernel keeps it, behind the stubs).
+PYTHONPATH = os.environ.get("PYTHONPATH", "")
+
+
 def student_kernel(folder: Path) -> Path:
     """A Jupyter data folder, under ``folder``, whose ``python3`` kernel is a student's: this
     Python with the test extra hidden. Put it first on ``JUPYTER_PATH``: the Jupyter server
@@ -102,7 +107,9 @@ def student_kernel(folder: Path) -> Path:
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (ipykernel)",
         "language": "python",
-        "env": {"PYTHONPATH": str(hidden)},
+        # the hidden stubs first; then what PYTHONPATH already named (a work tree whose
+        # autodiff_lab must win over the editable install, as in every other kernel)
+        "env": {"PYTHONPATH": os.pathsep.join(filter(None, [str(hidden), PYTHONPATH]))},
         "metadata": {"debugger": True},
     }
     (spec / "kernel.json").write_text(json.dumps(kernel, indent=1), encoding="utf-8")

@@ -72,3 +72,20 @@ def nbval_sanitized(text: str) -> str:
     for section in rules.sections():
         text = re.sub(rules[section]["regex"], rules[section]["replace"], text)
     return text
+
+
+#: A chapter split into parts: ``NN_K_slug.ipynb`` is part K of chapter NN (the convention of
+#: issue 25 §3, e.g. ``03_1_value_and_backward.ipynb``); a chapter in one piece is ``NN_slug``.
+CHAPTER_PART = re.compile(r"^(\d\d)_(?:(\d)_)?")
+
+
+def chapter_notebooks(folder: Path, number: int) -> list[Path]:
+    """Chapter ``number``'s notebooks in ``folder``: the one notebook, or every part in order."""
+    return sorted(folder.glob(f"{number:02d}_*.ipynb"))
+
+
+def chapter_label(path: Path) -> str:
+    """How the course names a chapter notebook: ``"04"`` for a chapter, ``"03.1"`` for a part."""
+    found = CHAPTER_PART.match(path.name)
+    assert found, f"{path.name} is not a chapter notebook (NN_slug or NN_K_slug)"
+    return found[1] if found[2] is None else f"{found[1]}.{found[2]}"

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from notebook_helpers import chapter_label
+
 from autodiff_lab.cli import build_parser
 from autodiff_lab.grading import registry
 
@@ -96,7 +98,9 @@ def minutes_within(ranges: dict[str, tuple[int, int]]) -> bool:
 
 
 def chapters() -> set[str]:
-    return {p.name[:2] for p in ROOT.glob("notebooks/[0-9][0-9]_*.ipynb")}
+    """The chapters' numbers as the pages write them: "03", and "03.1" for a part of one."""
+    paths = list(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
+    return {p.name[:2] for p in paths} | {chapter_label(p) for p in paths}
 
 
 def exercise_ids() -> set[str]:

@@ -21,7 +21,9 @@ from notebook_helpers import notebook_cells as _cells
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-CH03 = NOTEBOOKS / "03_micrograd_from_scratch.ipynb"
+CH03 = NOTEBOOKS / "03_1_value_and_backward.ipynb"  # part 1: the engine, built and checked
+CH03_2 = NOTEBOOKS / "03_2_control_flow_and_pytorch.ipynb"  # part 2: control flow, PyTorch
+CH03_PARTS = [CH03, CH03_2]
 CH04_1 = NOTEBOOKS / "04_1_tensor_engine.ipynb"
 CH04_2 = NOTEBOOKS / "04_2_tensor_training.ipynb"
 START = NOTEBOOKS / "00_start_here.ipynb"
@@ -31,10 +33,10 @@ def _nb(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _text_outputs(path: Path) -> str:
+def _text_outputs(*paths: Path) -> str:
     """Everything the code cells printed or returned as text (errors included)."""
     parts = []
-    for cell in _nb(path)["cells"]:
+    for cell in (c for path in paths for c in _nb(path)["cells"]):
         for out in cell.get("outputs", []):
             if out["output_type"] == "stream":
                 parts.append("".join(out["text"]))
@@ -53,10 +55,11 @@ def _text_outputs(path: Path) -> str:
     "path, exercises",
     [
         (CH03, "../exercises/03_micrograd.ipynb"),
+        (CH03_2, "../exercises/03_micrograd.ipynb"),
         (CH04_1, "../exercises/04_tensors.ipynb"),
         (CH04_2, "../exercises/04_tensors.ipynb"),
     ],
-    ids=["03", "04.1", "04.2"],
+    ids=["03.1", "03.2", "04.1", "04.2"],
 )
 def test_chapter_has_goals_check_yourself_exercises_and_summary(path, exercises):
     cells = _nb(path)["cells"]
@@ -74,7 +77,7 @@ def test_chapter_has_goals_check_yourself_exercises_and_summary(path, exercises)
     [
         ("01_forward_mode", 1, "## Exercises", "Each exercise ends"),
         ("02_reverse_mode", 2, "## Exercises", "Each exercise ends"),
-        ("03_micrograd_from_scratch", 3, "**Graded exercises**", "\n\n"),
+        ("03_1_value_and_backward", 3, "**Graded exercises**", "\n\n"),
     ],
     ids=["01", "02", "03"],
 )
@@ -107,14 +110,14 @@ def test_chapter_04_parts_list_their_graded_exercises_and_together_all():
     assert not listed[0] & listed[1] and listed[0] | listed[1] == known
 
 
-@pytest.mark.parametrize("path", [START, CH03, CH04_1, CH04_2], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [START, *CH03_PARTS, CH04_1, CH04_2], ids=lambda p: p.stem)
 def test_executed_without_errors(path):
     code = [c for c in _nb(path)["cells"] if c["cell_type"] == "code"]
     assert all(c.get("execution_count") for c in code), "commit the notebook executed"
     assert "ERROR" not in _text_outputs(path)
 
 
-@pytest.mark.parametrize("path", [START, CH03, CH04_1, CH04_2], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [START, *CH03_PARTS, CH04_1, CH04_2], ids=lambda p: p.stem)
 def test_code_on_slides_fits_the_screen(path):
     """Presented code cells stay within 80 columns and 25 lines (setup cells are skipped)."""
     for index, cell in enumerate(_nb(path)["cells"]):
@@ -142,7 +145,7 @@ def test_start_page_links_every_chapter_and_exercise_notebook():
     assert exercises == {path.name for path in ROOT.glob("exercises/*.ipynb")}
 
 
-@pytest.mark.parametrize("path", [START, CH03, CH04_1, CH04_2], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [START, *CH03_PARTS, CH04_1, CH04_2], ids=lambda p: p.stem)
 def test_links_point_at_notebooks_that_exist(path):
     """Chapter links resolve; exercise links name a solutions/ notebook they are built from."""
     for link in set(re.findall(r"\]\(([^)#]+\.ipynb)\)", _markdown(path))):
@@ -158,7 +161,7 @@ def test_links_point_at_notebooks_that_exist(path):
 
 
 def test_chapter_03_outputs_demonstrate_the_claims():
-    out = _text_outputs(CH03)
+    out = _text_outputs(*CH03_PARTS)
     # claim 2: the record each operation left: inputs, name, and a closure with its rule
     assert "L = *(d, f)   _backward uses ['other', 'out', 'self']" in out
     assert "e = *(a, b)   _backward uses ['other', 'out', 'self']" in out
@@ -174,10 +177,9 @@ def test_chapter_03_outputs_demonstrate_the_claims():
     assert "a.grad after a second L.backward(): 24.0" in out
     assert "after L.zero_grad(); L.backward():  a.grad = 6.0" in out
     # fan-out: assigning loses a share, adding gives the right answer
-    assert "overwriting (bug) : d(a+a)/da = 1 (want 2),  d(a*a)/da = 3 (want 6)" in out
-    assert "adding            : d(a+a)/da = 2 (want 2),  d(a*a)/da = 6 (want 6)" in out
-    # claim 6: accumulation, and the forgotten zero_grad that never converges
-    assert "after two backwards: x.grad = 16.0" in out
+    assert "overwriting (bug) : d(a+a)/da = 1 (want 2)" in out
+    assert "adding            : d(a+a)/da = 2 (want 2)" in out
+    # claim 6: the forgotten zero_grad that never converges
     assert "with zero_grad:    w after 60 steps = 3.0000" in out
     low, high = map(float, re.search(r"last 20: \[(\S+), (\S+)\]", out).groups())
     assert low < 1.0 and high > 5.0, "without zero_grad w keeps swinging around 3"
@@ -185,24 +187,31 @@ def test_chapter_03_outputs_demonstrate_the_claims():
     rows = re.findall(r"^(\d\.\d)\s+.*?\s(-?\d+\.\d{6})\s+(-?\d+\.\d{6})\s+(\d+)$", out, re.M)
     assert len(rows) == 4 and len({n for *_, n in rows}) == 4
     assert all(math.isclose(float(a), float(b), abs_tol=1e-5) for _, a, b, _ in rows)
-    # claim 8: ours == autodiff_lab.Value == PyTorch
-    assert "identical: True" in out
-    assert "all three agree to 1e-12: True" in out
+    # claim 8: ours == autodiff_lab.Value == PyTorch, on the neuron (by hand: -1.5, 0.5, 1, 0,
+    # 0.5 for x1, x2, w1, w2, b), in part 1, which part 2's bridge quotes
+    assert "ours and autodiff_lab identical: True" in _text_outputs(CH03)
+    rows = re.findall(r"^do/d(\w+) ?:\s+(\S+)\s+(\S+)\s+(\S+)$", _text_outputs(CH03), re.M)
+    by_hand = {"x1": -1.5, "x2": 0.5, "w1": 1.0, "w2": 0.0, "b": 0.5}
+    assert {name: [float(g) for g in grads] for name, *grads in rows} == {
+        name: [g, g, g] for name, g in by_hand.items()
+    }
+    assert "all three agree to 1e-12: True" in _text_outputs(CH03)
+    assert '"all three agree to 1e-12: True"' in _markdown(CH03_2)
 
 
 def test_chapter_03_bridge_and_map_show_what_the_text_says():
     """PyTorch's graph of the neuron, a custom Function, and the closures' reference cycles."""
-    out = _text_outputs(CH03)
+    out = _text_outputs(*CH03_PARTS)
     tree = out[out.index("TanhBackward0") :].splitlines()[:10]
     assert [line.strip() for line in tree].count("MulBackward0") == 2
     leaves = sorted(line.strip() for line in tree if "AccumulateGrad" in line)
     assert leaves == sorted(f"AccumulateGrad ({n}.grad)" for n in ("x1", "x2", "w1", "w2", "b"))
     assert "leaf x1.grad: -1.5,  inner n.grad: 0.5" in out  # do/dn = 1 - o^2 = 0.5
     assert "y.grad_fn: TanhBackward" in out
-    assert "same gradient as our tanh, to 1e-12: True" in out
+    assert "same gradient as Value's tanh, to 1e-12: True" in out
     assert "our graph freed by reference counting: False" in out
     assert "freed after gc.collect(): True" in out
-    text = _markdown(CH03)
+    text = _markdown(CH03)  # part 1's map from the reader's engine to the package
     for name in (
         "primitives.py",
         "Primitive.pullback",
@@ -243,8 +252,7 @@ ENGINE_CELLS = (
     "def unary(self, value, op, local):",
     "def tanh(self):",
     "Value.__neg__",
-    "def topological_order(root):",
-    "def backward(self):",
+    "from autodiff_lab import topological_order",  # chapter 02's, reused: then backward()
     "def zero_grad(self):",
     "def sigmoid(self):",
 )
@@ -255,7 +263,7 @@ def chapter_engine() -> dict:
     """The namespace left by running chapter 03's engine cells (and nothing else)."""
     namespace = {"math": math}
     cells = [c for c in _nb(CH03)["cells"] if c["cell_type"] == "code"]
-    for start in ENGINE_CELLS:
+    for start in ENGINE_CELLS:  # (each is in part 1, the part that builds the engine)
         (cell,) = [c for c in cells if _source(c).lstrip().startswith(start)]
         exec(compile(_source(cell), f"{CH03.name}:{start}", "exec"), namespace)  # noqa: S102
     return namespace
@@ -313,12 +321,11 @@ def test_chapter_engine_records_a_closure_per_node(chapter_engine):
 
 
 def test_chapter_assigning_rule_loses_fan_out_shares(chapter_engine):
-    """The trap-1 cell's buggy rules, run outside the notebook: `=` drops a share."""
+    """The trap-1 cell's buggy rule, run outside the notebook: `=` drops a share."""
     namespace = dict(chapter_engine)
     cells = [c for c in _nb(CH03)["cells"] if c["cell_type"] == "code"]
-    for start in ("def rule_assigning(", "add_assigning = rule_assigning("):  # factory, its use
-        (cell,) = [c for c in cells if _source(c).startswith(start)]
-        exec(compile(_source(cell), start, "exec"), namespace)  # noqa: S102
+    (cell,) = [c for c in cells if _source(c).startswith("def add_assigning(")]
+    exec(compile(_source(cell), "add_assigning", "exec"), namespace)  # noqa: S102
     value_cls = namespace["Value"]
     a = value_cls(3.0)
     namespace["add_assigning"](a, a).backward()
@@ -341,10 +348,12 @@ def _engine_lines() -> int:
     return total
 
 
-def test_chapter_03_engine_is_about_ninety_lines():
-    assert 80 <= _engine_lines() <= 100, _engine_lines()
+def test_chapter_03_engine_is_about_seventy_lines():
+    """Part 1 reuses chapter 02's topological order (autodiff_lab's), so it is not counted."""
+    assert 63 <= _engine_lines() <= 77, _engine_lines()
     text = _markdown(CH03)
-    assert "about ninety lines (docstrings included)" in text
+    assert "about seventy lines (docstrings included)" in text
+    assert "ninety lines" not in text
     assert "fifty lines" not in text
 
 
@@ -357,7 +366,7 @@ def test_chapter_03_one_design_of_rules_not_two_contradicting_ones():
 def test_chapter_03_a_second_backward_fails_only_where_a_node_saved_a_tensor():
     """Stored table vs real PyTorch: x*x saved x (RuntimeError), x + 1 saved nothing (1 -> 2)."""
     torch = pytest.importorskip("torch")
-    out = _text_outputs(CH03)
+    out = _text_outputs(CH03_2)
     assert re.search(r"backward twice on the same graph\s+8 -> 16\s+8 -> RuntimeError", out)
     assert re.search(r"backward twice on y = x \+ 1 \(saves nothing\)\s+1 -> 2\s+1 -> 2", out)
     x = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
@@ -373,7 +382,7 @@ def test_chapter_03_a_second_backward_fails_only_where_a_node_saved_a_tensor():
 
 def test_chapter_03_in_place_mutation_torch_errors_ours_is_silently_wrong():
     torch = pytest.importorskip("torch")
-    out = _text_outputs(CH03)
+    out = _text_outputs(CH03_2)
     assert "y._version after exp: 0" in out and "y._version after y.add_(1): 1" in out
     x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
     y = x.exp()
@@ -397,7 +406,7 @@ def test_chapter_03_pytorch_counts_dependencies_as_the_text_says():
     graph_task = (include / "graph_task.h").read_text(encoding="utf-8")
     assert "std::unordered_map<Node*, int> dependencies_;" in graph_task
     assert "struct ReadyQueue" in (include / "engine.h").read_text(encoding="utf-8")
-    text = _markdown(CH03)
+    text = _markdown(CH03_2)
     assert "`dependencies_` map in `torch/csrc/autograd/graph_task.h`" in text
     assert "core of PyTorch's autograd" not in text
 

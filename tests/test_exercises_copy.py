@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from notebook_helpers import chapter_notebooks
 
 from autodiff_lab.grading import check, registry
 
@@ -58,12 +59,28 @@ def _defined(cells: list[str]) -> dict[str, object]:
 
 
 def _cells(chapter: int) -> list[str]:
+    """The code cells of the chapter (every part of a chapter in parts, in order), then of its
+    exercise notebook."""
     cells = []
-    for folder in ("notebooks", "exercises"):
-        for path in sorted((ROOT / folder).glob(f"{chapter:02d}_*.ipynb")):
-            nb = nbformat.read(path, as_version=4)
-            cells += [c.source for c in nb.cells if c.cell_type == "code"]
+    for path in _chapter_files(chapter):
+        nb = nbformat.read(path, as_version=4)
+        cells += [c.source for c in nb.cells if c.cell_type == "code"]
     return cells
+
+
+def _chapter_files(chapter: int, root: Path = ROOT) -> list[Path]:
+    notebooks = chapter_notebooks(root / "notebooks", chapter)
+    return [*notebooks, *chapter_notebooks(root / "exercises", chapter)]
+
+
+def test_a_chapter_in_parts_submits_the_cells_of_every_part(tmp_path):
+    """notebooks/NN_1_*, NN_2_* are one chapter: both parts, then the exercises, in order."""
+    files = ["notebooks/03_2_b", "notebooks/03_1_a", "notebooks/04_x", "exercises/03_micrograd"]
+    for name in files:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / f"{name}.ipynb").write_text("{}")
+    found = [p.stem for p in _chapter_files(3, tmp_path)]
+    assert found == ["03_1_a", "03_2_b", "03_micrograd"]
 
 
 #: Seconds one candidate may spend on one exercise's cases; past it every case it is still

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+from notebook_helpers import chapter_label, chapter_notebooks
 
 from autodiff_lab import slides
 
@@ -113,10 +114,59 @@ def test_find_chapter_by_number_prefix_and_name(tmp_path):
     assert slides.find_chapter("00_start", tmp_path).stem == "00_start_here"
     with pytest.raises(FileNotFoundError, match="ambiguous.*00_start_here"):
         slides.find_chapter("00", tmp_path)
+    with pytest.raises(FileNotFoundError, match="ambiguous.*00_start_here"):
+        slides.find_chapters("00", tmp_path)  # two chapters, not the parts of one
     with pytest.raises(FileNotFoundError, match="no chapter matches '9'.*04_tensors"):
         slides.find_chapter("9", tmp_path)
     with pytest.raises(FileNotFoundError, match="no notebook"):
         slides.find_chapter(str(tmp_path / "missing.ipynb"), tmp_path)
+
+
+def _chapter_in_parts(folder: Path) -> None:
+    """A course whose chapter 03 is in two parts and chapter 04 in one piece."""
+    for name in ("02_reverse", "03_1_value_and_backward", "03_2_control_flow", "04_tensors"):
+        (folder / f"{name}.ipynb").write_text("{}")
+
+
+def test_a_chapter_number_finds_every_part_and_a_part_number_one(tmp_path):
+    _chapter_in_parts(tmp_path)
+    parts = ["03_1_value_and_backward", "03_2_control_flow"]
+    for spec in ("3", "03"):
+        assert [p.stem for p in slides.find_chapters(spec, tmp_path)] == parts
+    one_part = {"03.1": 0, "3.1": 0, "03_1": 0, "03.2": 1, "3_2": 1, "control": 1}
+    for spec, k in one_part.items():
+        stem = parts[k]
+        assert [p.stem for p in slides.find_chapters(spec, tmp_path)] == [stem], spec
+        assert slides.find_chapter(spec, tmp_path).stem == stem
+    assert [p.stem for p in slides.find_chapters("04", tmp_path)] == ["04_tensors"]
+    with pytest.raises(FileNotFoundError, match="no chapter matches '03.3'"):
+        slides.find_chapters("03.3", tmp_path)
+    # one notebook asked for, a chapter of two parts given: say so and name them
+    with pytest.raises(FileNotFoundError, match=r"'03' has 2 parts, 03_1_.*03_2_.*03\.1"):
+        slides.find_chapter("03", tmp_path)
+
+
+def test_command_exports_every_part_of_a_chapter_or_one_part(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name in ("02_two", "03_1_first", "03_2_second"):
+        _tiny_notebook(folder / f"{name}.ipynb")
+    monkeypatch.chdir(tmp_path)  # notebooks_dir() is ./notebooks when it exists
+    parser = argparse.ArgumentParser(prog="autodiff-lab")
+    slides.register(parser.add_subparsers())
+    out = tmp_path / "build" / "slides"
+    args = parser.parse_args(["slides", "03", "--offline"])
+    assert args.run(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "03_1_first.slides.html",
+        "03_2_second.slides.html",
+    ]
+    assert capsys.readouterr().out.count("wrote ") == 2
+    for p in out.iterdir():
+        p.unlink()
+    args = parser.parse_args(["slides", "03.2", "--offline"])
+    assert args.run(args) == 0
+    assert [p.name for p in out.iterdir()] == ["03_2_second.slides.html"]
 
 
 def test_command_writes_slides_and_says_what_needs_network(tmp_path, capsys):
@@ -190,6 +240,30 @@ MAX_PRESENTED_CODE_LINES = 15
 #: and what follows it before the first sub-slide): the right arrow skips the sub-slides.
 MIN_MAIN_SLIDE_WORDS = 0.5
 NUMBERED_CHAPTERS = [p for p in CHAPTERS if re.match(r"\d\d_", p.name)]
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in NUMBERED_CHAPTERS if p.stem != "00_start_here"], ids=lambda p: p.stem
+)
+def test_chapter_title_and_a_part_says_where_its_other_parts_are(path):
+    """Issue 25 §3: a chapter's first line is '# NN · Title', a part's '# NN.K · Title'; a part
+    says which part of chapter NN it is and links every other part of its chapter."""
+    label = chapter_label(path)
+    first = "".join(_cells(path)[0]["source"])
+    assert first.startswith(f"# {label} · "), first.splitlines()[0]
+    if "." in label:
+        number, part = label.split(".")
+        said = re.search(rf"\bpart {part} of chapter 0?{int(number)}\b", first, re.IGNORECASE)
+        assert said, f"{path.name}'s first cell does not say it is part {part} of chapter {number}"
+        for other in chapter_notebooks(path.parent, int(number)):
+            if other != path:
+                assert f"]({other.name})" in first, f"{path.name} does not link {other.name}"
+
+
+def test_chapter_labels_name_a_part_by_its_number():
+    assert chapter_label(Path("04_tensors.ipynb")) == "04"
+    assert chapter_label(Path("03_2_control_flow_and_pytorch.ipynb")) == "03.2"
+    assert chapter_label(Path("10_1_x_2.ipynb")) == "10.1"
 
 
 def _words(markdown: str) -> int:
@@ -348,7 +422,7 @@ def stored_controls(path: Path, marker: str) -> dict[str, object]:
         # "replays backward() one node at a time ... Move the slider": from step 0
         ("02_reverse_mode", "stepper = BackwardStepper(L)", "step", 0),
         # the text says "the stored page shows step 3"
-        ("03_micrograd_from_scratch", "BackwardStepper(as_package_value(L))", "step", 3),
+        ("03_1_value_and_backward", "BackwardStepper(as_package_value(L))", "step", 3),
         # jvp is introduced first, the transpose (vjp) second
         (
             "08_transformations",

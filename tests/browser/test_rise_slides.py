@@ -194,7 +194,7 @@ def test_chapter_02_first_slide_and_live_backward_stepper(lecture, screenshot):
 def test_chapter_03_backward_stepper_steps_in_the_slideshow(lecture):
     from playwright.sync_api import expect
 
-    slideshow = lecture("03_micrograd_from_scratch.ipynb")
+    slideshow = lecture("03_1_value_and_backward.ipynb")  # part 1 steps backward()
     stepper = walk_to(slideshow, ".widget-button:has-text('step ▶')")
     step = stepper.locator(".widget-button", has_text="step ▶").first
     panel = stepper.locator(".widget-html-content").first
