@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from notebook_helpers import cell_source as _source
+from notebook_helpers import chapter_label
 from notebook_helpers import markdown_text as _markdown
 from notebook_helpers import notebook_cells as _cells
 
@@ -430,6 +431,25 @@ def test_start_page_claim_map_points_where_the_claims_are():
     assert "core of PyTorch's autograd" not in text
     assert "Claim 5" in _markdown(NOTEBOOKS / "02_reverse_mode.ipynb")
     assert "transpos" in _markdown(NOTEBOOKS / "08_transformations.ipynb")
+
+
+def test_start_page_each_claim_is_marked_in_a_notebook_it_names():
+    """ "Each of the eight claims below has a cell whose output shows it — look for **Claim N**
+    in the text next to it": every notebook a claim names exists, and at least one of them
+    marks the claim ("Claim N" / "claim N") in its text."""
+    text = _markdown(START)
+    assert "look for **Claim N** in" in " ".join(text.split())
+    claims = re.findall(
+        r"^(\d)\. (?:(?!^\d\. ).)*?\(ch\. ([\d., ]+)\)",
+        text.split("## The eight claims")[1],
+        re.M | re.S,
+    )
+    assert [int(n) for n, _ in claims] == list(range(1, 9))
+    labels = {chapter_label(p): p for p in NOTEBOOKS.glob("0[0-9]_*.ipynb") if p != START}
+    for number, named in claims:
+        paths = [labels[label.strip()] for label in named.split(",")]
+        marked = [p for p in paths if re.search(rf"\bclaims? {number}\b", _markdown(p), re.I)]
+        assert marked, f"claim {number}: none of {named} marks it"
 
 
 def test_chapter_04_square_shapes_do_not_pick_the_product():

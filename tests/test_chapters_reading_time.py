@@ -97,7 +97,7 @@ def test_stated_reading_time_is_within_25_percent_of_the_estimate(path):
 def test_start_page_slide_count_per_chapter_is_true():
     """The start page's pacing note: "Each chapter is 20-50 slides" (slides + subslides)."""
     start = ROOT / "notebooks" / "00_start_here.ipynb"
-    assert "Each chapter is 20–50 slides" in "".join(
+    assert "Each notebook is 20–50 slides" in "".join(
         _source(c) for c in json.loads(start.read_text(encoding="utf-8"))["cells"]
     )
     for path in CHAPTERS:
