@@ -69,6 +69,7 @@ MATH_FUNCTIONS = frozenset(
     {"exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "sqrt", "pow", "fabs"}
 )
 N_POINTS = 3
+SWELL_INPUTS = 6
 MIN_DEPTH = 20
 _BINARY = ("+", "-", "*", "/")
 
@@ -779,15 +780,16 @@ def random_program(rng, n: int, n_ops: int) -> list:
 
 
 def swell_chain(rng, steps: int = 22) -> list:
-    """y ← sin(c·y)·y + d·x1, ``steps`` times: y is used twice per step, so the expression
-    tree of the output doubles at every step (about 2**steps nodes), while the program has
-    4 operations per step; x1 is used by every step."""
-    program: list = [("leaf", _leaf(rng)), ("leaf", _leaf(rng))]
+    """y ← sin(c·y)·y + d·x_j, ``steps`` times, with y = x0 at first and j = 1 … 5 in turn:
+    y is used twice per step, so the expression tree of the output doubles at every step
+    (about 2**steps nodes), while the program has 5 operations per step; six inputs, so code
+    written out once per input (finite differences, forward mode) does not fit either."""
+    program: list = [("leaf", _leaf(rng)) for _ in range(SWELL_INPUTS)]
     y = 0
-    for _ in range(steps):
+    for step in range(steps):
         c, d = round(draw(rng, 0.3, 1.2), 4), round(draw(rng, 0.2, 0.6), 4)
-        a = len(program)
-        program += [("*n", y, c), ("sin", a), ("*", a + 1, y), ("n*", d, 1), ("+", a + 2, a + 3)]
+        a, x = len(program), 1 + step % (SWELL_INPUTS - 1)
+        program += [("*n", y, c), ("sin", a), ("*", a + 1, y), ("n*", d, x), ("+", a + 2, a + 3)]
         y = a + 4
     return program
 
@@ -872,7 +874,7 @@ def _cases(rng) -> list[Case]:
     program = _drawn(rng, swell_chain)
     cases.append(
         Case(
-            f"a chain whose expression tree doubles at each of {(len(program) - 2) // 5} steps",
+            f"a chain whose expression tree doubles at each of {(len(program) - SWELL_INPUTS) // 5} steps",
             (program,),
             points=2.0,
         )  # fmt: skip
