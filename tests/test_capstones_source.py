@@ -47,10 +47,15 @@ def make(
     second=True,
     wrong: str = "",
     swapped_rsub=False,
+    reflected=True,
+    verbose=False,
+    methods=("exp", "log", "sin", "cos", "tanh"),
     name="right",
 ):
     """A gradient_source: the tape is a list of (op, parent indices, constant); ops with a
     number are "+n" (number on the right) and "n+" (number on the left)."""
+
+    reflected_ops = reflected
 
     def gradient_source(f, n):
         tape: list = []
@@ -72,10 +77,11 @@ def make(
         for dunder, op in _BINARY.items():
             forward, reflected = binary(op)
             setattr(T, f"__{dunder}__", forward)
-            setattr(T, f"__r{dunder}__", reflected)
+            if reflected_ops:
+                setattr(T, f"__r{dunder}__", reflected)
         T.__pow__ = lambda a, c: rec("**", (a.k,), c)
         T.__neg__ = lambda a: rec("neg", (a.k,))
-        for fn in ("exp", "log", "sin", "cos", "tanh"):
+        for fn in methods:
             setattr(T, fn, lambda a, fn=fn: rec(fn, (a.k,)))
         out = f(*[rec("x", ()) for _ in range(n)])
         lines = [f"def grad_f({', '.join(f't{k}' for k in range(n))}):"]
@@ -100,6 +106,8 @@ def make(
                 expr = f"math.{op}({a})"
             lines.append(f"    t{k} = {expr}")
         lines += [f"    g{k} = 0.0" for k in range(len(tape))]
+        if verbose:  # an adjoint for every constant too, never used
+            lines += [f"    gc{k} = 0.0" for k, (_, _, c) in enumerate(tape) if c is not None]
         lines.append(f"    g{out.k} = 1.0")
         ks = range(n, len(tape)) if forward_order else range(len(tape) - 1, n - 1, -1)
         for k in ks:
@@ -134,7 +142,16 @@ def make(
                 if slot == 1 and not second:
                     continue
                 share = f"g{k} * ({d})" if incoming else f"({d})"
+                if verbose:
+                    lines.append(f"    g{p} = g{p} + {share}")
+                    continue
                 lines.append(f"    g{p} = {share}" if assign else f"    g{p} += {share}")
+            by_constant = {
+                "+n": "1.0", "-n": "-1.0", "*n": a, "/n": f"-{a} / ({c!r} * {c!r})",
+                "n+": "1.0", "n-": "1.0", "n*": a, "n/": f"1.0 / {a}",
+            }  # fmt: skip
+            if verbose and op in by_constant:
+                lines.append(f"    gc{k} = gc{k} + g{k} * ({by_constant[op]})")
         lines.append(f"    return t{out.k}, ({''.join(f'g{k}, ' for k in range(n))})")
         return "\n".join(lines) + "\n"
 
@@ -143,6 +160,9 @@ def make(
 
 
 RIGHT = make()
+#: Right, and wasteful: constants get adjoints of their own, `g = g + …` everywhere, exp and
+#: tanh recomputed in the backward part — it fits the size bound all the same.
+VERBOSE = make(verbose=True, name="verbose")
 
 WRONG = [
     (make(assign=True, name="assigns"), "A node used more than once gets only one share"),
@@ -161,6 +181,8 @@ WRONG = [
     (make(wrong="c-x", name="c_minus_x"), "`c - x` with a number c on the left"),
     (make(wrong="c/x", name="c_over_x"), "`c / x` with a number c on the left"),
     (make(swapped_rsub=True, name="c_minus_x_swapped"), "The values are wrong, not only"),
+    (make(reflected=False, name="no_reflected_operators"), "lacks an operator f uses"),
+    (make(methods=("exp", "log", "sin", "tanh"), name="no_cos"), "f calls the methods .exp()"),
 ]
 
 
@@ -202,19 +224,22 @@ def loop_over_a_tape(f, n):
         def __init__(self, k):
             self.k = k
 
-    def rec(op, *args):
-        tape.append((op, *[a.k if isinstance(a, T) else float(a) for a in args]))
+    def rec(op, a, b):
+        tape.append((op, a.k, b.k if isinstance(b, T) else float(b)))
         return T(len(tape) - 1 + n)
 
-    T.__add__ = lambda a, b: rec("+", a, b)
-    T.__mul__ = lambda a, b: rec("*", a, b)
+    for dunder in ("add", "sub", "mul", "truediv", "radd", "rsub", "rmul", "rtruediv", "pow"):
+        setattr(T, f"__{dunder}__", lambda a, b, dunder=dunder: rec(dunder, a, b))
+    T.__neg__ = lambda a: rec("neg", a, 0.0)
+    for fn in ("exp", "log", "sin", "cos", "tanh"):
+        setattr(T, fn, lambda a, fn=fn: rec(fn, a, 0.0))
     out = f(*[T(k) for k in range(n)])
     params = ", ".join(f"x{k}" for k in range(n))
     return (
         f"def grad_f({params}):\n"
         f"    v = [{params}]\n"
         f"    for op, i, j in {tape!r}:\n"
-        "        v.append(v[i] + v[j] if op == '+' else v[i] * v[j])\n"
+        "        v.append(OPS[op](v[i], v[j] if isinstance(j, int) else j))\n"
         f"    return v[{out.k}], ({'0.0, ' * n})\n"
     )
 
@@ -319,6 +344,32 @@ RIGHT_WHERE_THEY_FIT = (symbolic_expansion, finite_differences_written_out)
 def test_right_answer_scores_full_marks(seed):
     result = _check(RIGHT, seed)
     assert result.status == "passed" and result.score == result.max_score == 24, result.to_text()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_wasteful_right_answer_fits_the_bound(seed):
+    result = _check(VERBOSE, seed)
+    assert result.score == result.max_score == 24, result.to_text()
+    for case in registry.get("7.5").cases(np.random.default_rng(seed or 0)):
+        expected = source._reference(case.inputs)
+        size = source._evaluated(source_run(VERBOSE, case.inputs), expected).size
+        assert size <= 0.8 * expected["bound"], (case.name, size, expected["bound"])
+
+
+def test_the_task_text_states_what_the_grader_does():
+    """The numbers of 7.5's task (exercise notebook) are the grader's."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "exercises" / "07_memory_and_control.ipynb", as_version=4)
+    (task,) = [c.source for c in nb.cells if c.source.startswith("## Exercise 7.5")]
+    task = " ".join(task.split())
+    assert f"at most {source.SIZE_PER_OP} operations" in task
+    assert f"{source.SIZE_PER_INPUT} per input and {source.SIZE_BASE} more" in task
+    assert f"random graphs {source.MIN_DEPTH} or more operations deep" in task
+    assert "(and `sqrt`, `pow`…)" in task and {"sqrt", "pow"} <= source.MATH_FUNCTIONS
+    names = [c.name for c in registry.get("7.5").cases(np.random.default_rng(0))]
+    assert any(name.startswith("16 inputs") for name in names)
+    assert sum("random DAG" in name for name in names) == 3
 
 
 @pytest.mark.parametrize(("wrong", "hint"), WRONG, ids=[w.__name__ for w, _ in WRONG])

@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import re
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -334,6 +335,8 @@ class _Checker:
     """Walks grad_f's body in order: what is allowed, what each name refers to, the size."""
 
     def __init__(self, params: list[str]) -> None:
+        if "math" in params:
+            raise _Refused("shape", "a parameter of grad_f is named `math`, which it needs")
         self.defined = set(params)
         self.size = 0
 
@@ -371,6 +374,8 @@ class _Checker:
 
     def _targets(self, target: ast.expr) -> None:
         if isinstance(target, ast.Name):
+            if target.id == "math":
+                raise _Refused("call", f"an assignment to `math` at {_line(target)}")
             self.defined.add(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for item in target.elts:
@@ -474,7 +479,7 @@ def _plain_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=64)  # a check's cases, each judged a few times
 def evaluate(source: str | None, n: int, pts: tuple, bound: int) -> Evaluation:
     """Check ``source`` and run its grad_f at ``pts`` (see the module docstring)."""
     if source is None or len(source) > 200 * bound + 4000:
@@ -507,7 +512,7 @@ def evaluate(source: str | None, n: int, pts: tuple, bound: int) -> Evaluation:
         where = "at (" + ", ".join(f"{x:g}" for x in point) + ")"
         try:
             result = grad_f(*point)
-        except (ArithmeticError, ValueError, TypeError, NameError, RecursionError) as exc:
+        except Exception as exc:  # checked code: arithmetic, math's functions, names only
             message = f"grad_f failed {where}: {type(exc).__name__}: {str(exc)[:120]}"
             return Evaluation("run", message, checker.size)
         if (
@@ -615,6 +620,22 @@ MISTAKES = (
         "This exercise is graded on your own code: gradient_source must not be a library's "
         "function.",
         lambda got, exp, case: is_error(got, "LibraryCode"),
+    ),
+    Mistake(
+        "Tracing f failed: your placeholder class lacks an operator f uses. With a number on "
+        "the left (`2 + x`, `2 - x`, `2 * x`, `3 / x`) Python calls __radd__, __rsub__, "
+        "__rmul__, __rtruediv__ with the number as the other operand; `x ** c` calls "
+        "__pow__, `-x` __neg__. Define every one of them.",
+        lambda got, exp, case: is_error(got, "TypeError")
+        and "unsupported operand" in got.get("message", ""),
+    ),
+    Mistake(
+        "Tracing f failed: f calls the methods .exp(), .log(), .sin(), .cos(), .tanh() of "
+        "its inputs, so the objects you pass it (your placeholders, not floats) need each "
+        "one, recording the operation.",
+        lambda got, exp, case: is_error(got, "AttributeError")
+        and re.search(r"has no attribute '(exp|log|sin|cos|tanh)'", got.get("message", ""))
+        is not None,
     ),
     Mistake(
         "The source is not one function `def grad_f(x0, …, x{n-1}):` (n parameters, no "

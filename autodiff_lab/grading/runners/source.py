@@ -14,6 +14,7 @@ The grader parses, checks and runs that code itself
 from __future__ import annotations
 
 from .capstones import _build_step, library_error, provenance_problem
+from .common import error_result
 
 #: Longer answers are not sent (the grader refuses them as too big anyway).
 MAX_SOURCE_CHARS = 4_000_000
@@ -36,14 +37,18 @@ def traced_function(program):
 
 
 def source_run(answer, inputs):
-    """``{"source": gradient_source(f, n)}``, or an error record for an answer that is not
-    a string."""
+    """``{"source": gradient_source(f, n)}``, or an error record: for an answer that is not
+    a string, or a TypeError or AttributeError while it ran (the grader's hints name the
+    operator or method the student's placeholders lack)."""
     (program,) = inputs
     problem = provenance_problem(answer, "gradient_source")
     if problem:
         return library_error(problem)
     f, n = traced_function(program)
-    source = answer(f, n)
+    try:
+        source = answer(f, n)
+    except (TypeError, AttributeError) as exc:  # e.g. an operator the placeholders lack
+        return error_result(exc)
     if not isinstance(source, str):
         return {
             "error": "NotSource",
