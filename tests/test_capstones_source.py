@@ -432,6 +432,8 @@ def test_a_stub_and_a_wrong_kind_of_answer():
         ("def grad_f(a, b):\n    c += a\n    return c, (1.0, 0.0)\n", "name"),
         ("def grad_f(a, b):\n    return a, (1.0, 0.0)\ndef g():\n    pass\n", "shape"),
         ("def grad_f(a, b):\n    return a, (1.0, 0.0)\n", ""),
+        ("def grad_f(a, b):\n    return " + "+".join(["a"] * 5000) + ", (1.0, 0.0)\n", "size"),
+        ("def grad_f(a, b):\n    return " + "+".join(["a"] * 600) + ", (600, 0)\n", ""),
         ("import math\ndef grad_f(a, b):\n    '''doc'''\n    c = math.sin(a)\n    c += b\n"
          "    return c, (math.cos(a), 1)\n", ""),
     ],
@@ -439,7 +441,7 @@ def test_a_stub_and_a_wrong_kind_of_answer():
 def test_the_source_checks(text, kind):
     """What the grader refuses, before and while running a source (never anything but
     arithmetic and math's functions reaches the interpreter)."""
-    got = source.evaluate(text, 2, ((-0.5, 0.7), (0.3, 0.2)), 100)
+    got = source.evaluate(text, 2, ((-0.5, 0.7), (0.3, 0.2)), 1000)
     assert got.kind == kind, got
 
 

@@ -441,11 +441,12 @@ class _Checker:
         raise _Refused("branch", f"a `{what}` expression at {_line(node)}")
 
 
-class _Floats(ast.NodeTransformer):
-    def visit_Constant(self, node: ast.Constant) -> ast.Constant:
-        if isinstance(node.value, int) and not isinstance(node.value, bool):
-            return ast.copy_location(ast.Constant(float(node.value)), node)
-        return node
+def _floats(fn: ast.FunctionDef) -> None:
+    """Every integer constant made a float, in place (so ``10 ** 10 ** 9`` overflows at
+    once instead of computing an integer for hours); :func:`ast.walk` does not recurse."""
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            node.value = float(node.value)
 
 
 def _function(tree: ast.Module, n: int) -> ast.FunctionDef:
@@ -475,6 +476,16 @@ def _function(tree: ast.Module, n: int) -> ast.FunctionDef:
     return fn
 
 
+def _size(fn: ast.FunctionDef) -> int:
+    """The operations in grad_f: ``+ - * / **``, unary minus, calls, ``+=``-like statements
+    (:func:`ast.walk` visits the tree without recursion)."""
+    return sum(
+        isinstance(node, (ast.BinOp, ast.Call, ast.AugAssign))
+        or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub))
+        for node in ast.walk(fn)
+    )
+
+
 def _plain_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -488,21 +499,29 @@ def evaluate(source: str | None, n: int, pts: tuple, bound: int) -> Evaluation:
     try:
         tree = ast.parse(source)
         fn = _function(tree, n)
+        size = _size(fn)  # first, and without recursion: a swollen expression is too big
+        if size > bound:
+            message = f"grad_f has {size} operations, over the bound of {bound}"
+            return Evaluation("size", message, size)
         checker = _Checker([a.arg for a in (*fn.args.posonlyargs, *fn.args.args)])
         for k, statement in enumerate(fn.body):
             checker.statement(statement, last=k == len(fn.body) - 1)
     except _Refused as refused:
         return Evaluation(refused.kind, refused.problem)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+    except (RecursionError, MemoryError):
+        return Evaluation("size", "an expression of the source is nested too deeply to check "
+                          "(write one operation per line)")  # fmt: skip
+    except (SyntaxError, ValueError) as exc:
         return Evaluation("syntax", f"the source does not parse ({type(exc).__name__}: {exc})")
     if checker.size > bound:
         return Evaluation(
             "size", f"grad_f has {checker.size} operations, over the bound of {bound}",
             checker.size,
         )  # fmt: skip
-    module = ast.fix_missing_locations(_Floats().visit(ast.Module(body=[fn], type_ignores=[])))
+    _floats(fn)
     namespace: dict = {"math": math, "__builtins__": {}}
     try:
+        module = ast.Module(body=[fn], type_ignores=[])
         exec(compile(module, "<grad_f>", "exec"), namespace)  # noqa: S102 (checked above)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return Evaluation("syntax", f"the source does not compile ({type(exc).__name__})")
@@ -626,16 +645,19 @@ MISTAKES = (
         "the left (`2 + x`, `2 - x`, `2 * x`, `3 / x`) Python calls __radd__, __rsub__, "
         "__rmul__, __rtruediv__ with the number as the other operand; `x ** c` calls "
         "__pow__, `-x` __neg__. Define every one of them.",
-        lambda got, exp, case: is_error(got, "TypeError")
-        and "unsupported operand" in got.get("message", ""),
+        lambda got, exp, case: (
+            is_error(got, "TypeError") and "unsupported operand" in got.get("message", "")
+        ),
     ),
     Mistake(
         "Tracing f failed: f calls the methods .exp(), .log(), .sin(), .cos(), .tanh() of "
         "its inputs, so the objects you pass it (your placeholders, not floats) need each "
         "one, recording the operation.",
-        lambda got, exp, case: is_error(got, "AttributeError")
-        and re.search(r"has no attribute '(exp|log|sin|cos|tanh)'", got.get("message", ""))
-        is not None,
+        lambda got, exp, case: (
+            is_error(got, "AttributeError")
+            and re.search(r"has no attribute '(exp|log|sin|cos|tanh)'", got.get("message", ""))
+            is not None
+        ),
     ),
     Mistake(
         "The source is not one function `def grad_f(x0, …, x{n-1}):` (n parameters, no "
