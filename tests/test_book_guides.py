@@ -144,12 +144,20 @@ CLAIMS: list[tuple[str, str, Callable[[], bool]]] = [
     ),
     (
         "student",
-        "The capstones (3.6, 4.6, 4.7, 5.6, 8.3) are graded",
+        "The capstones (3.6, 4.6, 4.7, 5.6, 7.5, 8.3) are graded",
         checked_by(
             "test_guide_claims.py", "test_the_capstones_the_guide_names_are_the_hard_exercises"
         ),
     ),
     # --- exercises ------------------------------------------------------------------------
+    (
+        "exercises",
+        "10 operations per operation of the program, 2 per input and 10 more",
+        says(
+            "autodiff_lab/grading/exercises/ch07_source.py",
+            "SIZE_PER_OP, SIZE_PER_INPUT, SIZE_BASE = 10, 2, 10",
+        ),
+    ),
     ("exercises", "up to about 3 lines", says("autodiff_lab/grading/spec.py", "about 3 lines")),
     ("exercises", "(up to about 10)", says("autodiff_lab/grading/spec.py", "(up to about 10)")),
     ("exercises", "up to about 15 lines", says("autodiff_lab/grading/spec.py", "about 15 lines")),

@@ -29,6 +29,7 @@ import test_capstones_moons as moons
 import test_capstones_primitive as primitive
 import test_capstones_reverse as reverse
 import test_capstones_rules as rules
+import test_capstones_source as source
 import test_capstones_value as value
 import test_exercises_ch07 as ch07_tests
 import test_exercises_ch08 as ch08_tests
@@ -50,6 +51,8 @@ def _known_wrong() -> list[tuple[str, object, str]]:
     table += [("4.7", hunt, hint) for hunt, hint in bughunt.WRONG]
     table += [("5.6", train, hint) for train, hint in moons.SLIPS]
     table += [("6.5", make, hint) for _, make, hint in primitive.WRONG]  # made when used
+    table += [("7.5", wrong, hint) for wrong, hint in source.WRONG]
+    table += [("7.5", shortcut, hint) for shortcut, _, hint in source.SHORTCUTS]
     return table
 
 

@@ -192,3 +192,18 @@ def test_exported_check_cells_switch_reveal_off():
 
     assert assignment_check('check("1.1", dual_mul)') == 'check("1.1", dual_mul, assignment=True)'
     assert assignment_check('check("1.1", dual_mul)\n') == 'check("1.1", dual_mul, assignment=True)'
+
+
+def test_7_5_shortcuts_score_under_half():
+    """7.5: code that closes over the recorded trace (calls the notebook's replay function,
+    or reads the tape as a name), calls a library, loops over a tape, or writes every
+    derivative out as an expression of the inputs (symbolic expansion) — each performed in
+    tests/test_capstones_source.py on three seeds; here on the notebook's cases: none scores
+    half the points, and each gets the hint that names it."""
+    import test_capstones_source as source
+
+    for shortcut, message, hint in source.SHORTCUTS:
+        result = _check("7.5", shortcut)
+        assert result.score < result.max_score / 2, (shortcut.__name__, result.to_text())
+        assert any(message in c.message for c in result.cases), (shortcut.__name__, message)
+        assert any(hint in h for h in result.hints), (shortcut.__name__, result.hints)

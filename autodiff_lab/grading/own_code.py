@@ -1,7 +1,7 @@
 """Own-code exercises: the answer is computed where the library cannot be imported or read.
 
-A build-it-yourself exercise (``Exercise(own_code=True)``: 2.5, 3.6, 4.6, 4.7, 5.6, 6.4) is not
-graded from the notebook's process. The grader runs it in a worker of its own
+A build-it-yourself exercise (``Exercise(own_code=True)``: 2.5, 3.6, 4.6, 4.7, 5.6, 6.4, 7.5)
+is not graded from the notebook's process. The grader runs it in a worker of its own
 (``{"own_code": True}`` in the request, :mod:`.isolation`) that runs no student code
 itself: per exercise, it starts a fresh child interpreter (this file, run as a script with
 ``python -P -s``, inside the same sandbox and resource limits) and hands it only

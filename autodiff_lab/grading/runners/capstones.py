@@ -25,6 +25,7 @@ Program instructions for :func:`value_run` (``i``, ``j`` index earlier instructi
     ("n+", c, i) ("n-", c, i) ("n*", c, i) ("n/", c, i)  number op node (reflected)
     ("**", i, c)                      node ** number
     ("neg", i) ("tanh", i) ("exp", i) ("relu", i)
+    ("log", i) ("sin", i) ("cos", i)  (7.5's programs; 3.6's never use them)
 
 The last instruction is the root. In mode "second" the root's gradient is recorded
 (``backward(create_graph=True)``) and the gradient of the first leaf is differentiated
@@ -47,7 +48,7 @@ from .common import as_array, error_result, number
 LIBRARY_PACKAGES = ("autodiff_lab", "micrograd", "torch", "jax", "tinygrad")
 
 _BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
-_UNARY_METHODS = ("tanh", "exp", "relu")
+_UNARY_METHODS = ("tanh", "exp", "relu", "log", "sin", "cos")  # the last three: 7.5
 
 
 def _from_library(obj) -> str | None:
