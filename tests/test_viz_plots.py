@@ -20,6 +20,7 @@ from autodiff_lab.viz.figures import alt_text  # noqa: E402
 from autodiff_lab.viz.plots import (  # noqa: E402
     CLASS_COLOURS,
     MIN_FONT_SIZE,
+    plot_broadcast_gradients,
     plot_checkpoint_costs,
     plot_confusion_and_mistakes,
     plot_error_vs_step,
@@ -318,6 +319,31 @@ def test_confusion_and_mistakes_counts_and_shows_each_wrong_image():
         plot_confusion_and_mistakes(true, predicted, images[:5], shape=(2, 2))
 
 
+def test_broadcast_gradients_shows_the_upstream_gradient_and_both_sums():
+    upstream = np.array([[1.0, -2.0], [0.5, 3.0], [-1.0, 0.0]])  # 3 × 2
+    down = np.array([0.5, 1.0])  # the columns' sums, by hand: 1 + 0.5 - 1, -2 + 3 + 0
+    across = np.array([[-1.0], [3.5], [-1.0]])  # the rows' sums, by hand
+    fig = plot_broadcast_gradients(upstream, down, across)
+    grid, beside, under, empty = fig.get_axes()
+    assert grid.get_title() == "dL/dY (3, 2): the upstream gradient"
+    assert beside.get_title() == "c.grad (3, 1)\nsum over axis 1 →"
+    assert under.get_title() == "b.grad (2,): sum over axis 0 ↓"
+    assert not empty.axison  # the fourth corner is blank
+    np.testing.assert_array_equal(grid.images[0].get_array(), upstream)
+    np.testing.assert_array_equal(beside.images[0].get_array(), [[-1.0], [3.5], [-1.0]])
+    np.testing.assert_array_equal(under.images[0].get_array(), [[0.5, 1.0]])
+    # each entry written in, row by row, on one colour scale symmetric about 0 (|3.5| largest)
+    assert [t.get_text() for t in grid.texts] == ["1.0", "-2.0", "0.5", "3.0", "-1.0", "0.0"]
+    assert [t.get_text() for t in beside.texts] == ["-1.0", "3.5", "-1.0"]
+    assert [t.get_text() for t in under.texts] == ["0.5", "1.0"]
+    for ax in (grid, beside, under):
+        assert ax.images[0].get_clim() == (-3.5, 3.5)
+    named = plot_broadcast_gradients(upstream, down, across, names=("G", "u", "v"))
+    assert named.get_axes()[2].get_title().startswith("u (2,)")
+    with pytest.raises(ValueError, match=r"got shapes \(3, 2\), \(3,\) and \(3, 1\)"):
+        plot_broadcast_gradients(upstream, np.ones(3), across)
+
+
 def test_no_text_smaller_than_the_stated_minimum():
     assert MIN_FONT_SIZE >= 10  # matplotlib's default: readable at 1280×720
     race = plot_mode_race([2, 4, 8], [1.0, 2.0, 4.0], [1.0, 1.5, 2.0], grows="inputs")
@@ -331,6 +357,7 @@ def test_no_text_smaller_than_the_stated_minimum():
     confusion = plot_confusion_and_mistakes([0, 1], [1, 1], np.ones((2, 4)), shape=(2, 2))
     rates = plot_learning_rates({0.1: [1.0, 0.5]}, {0.1: "about right"})
     digits = plot_one_image_per_class(np.ones((2, 4)), [0, 1], shape=(2, 2))
-    figures = (race, passes, v, memory, costs, moons, norms, confusion, rates, digits)
+    sums = plot_broadcast_gradients(np.ones((4, 3)), np.full(3, 4.0), np.full((4, 1), 3.0))
+    figures = (race, passes, v, memory, costs, moons, norms, confusion, rates, digits, sums)
     for fig in figures:
         assert _smallest_text(fig) >= MIN_FONT_SIZE

@@ -27,6 +27,8 @@ of a room; forward and reverse mode have the colours the widgets give them
   gradient) or the outputs (a Jacobian column) grow, and the ratio of the two.
 - :func:`plot_jacobian_passes` — which pass finds each entry of a Jacobian: forward mode a
   column per pass, reverse mode a row per pass.
+- :func:`plot_broadcast_gradients` — the upstream gradient of a broadcast sum, with the sums
+  that a column bias and a row bias receive under and beside it.
 """
 
 from __future__ import annotations
@@ -427,6 +429,48 @@ def plot_jacobian_passes(jacobian: Any) -> Any:
     return fig
 
 
+def plot_broadcast_gradients(
+    upstream: Any,
+    column_sums: Any,
+    row_sums: Any,
+    *,
+    names: tuple[str, str, str] = ("dL/dY", "b.grad", "c.grad"),
+) -> Any:
+    """Heat maps of the m×n ``upstream`` gradient of a broadcast sum, each entry written in;
+    under it the gradient of the operand broadcast down the rows (``column_sums``: n values,
+    the sum over axis 0), beside it that of the operand broadcast across the columns
+    (``row_sums``: m values, the sum over axis 1). ``names`` title the three panels (each
+    with its array's shape). One colour scale, symmetric about 0. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    G = np.asarray(upstream, dtype=float)
+    down, across = np.asarray(column_sums, dtype=float), np.asarray(row_sums, dtype=float)
+    if G.ndim != 2 or down.size != G.shape[1] or across.size != G.shape[0]:
+        raise ValueError(
+            f"plot_broadcast_gradients: an m×n upstream gradient, n column sums and m row "
+            f"sums; got shapes {G.shape}, {down.shape} and {across.shape}"
+        )
+    limit = max(float(np.abs(np.concatenate([G.ravel(), down.ravel(), across.ravel()])).max()),
+                1e-12)  # fmt: skip
+    ratios = {"width_ratios": [G.shape[1], 1], "height_ratios": [G.shape[0], 1]}
+    fig, axes = plt.subplots(2, 2, figsize=(6, 5), gridspec_kw=ratios)
+    panels = [
+        (axes[0, 0], G, f"{names[0]} {G.shape}: the upstream gradient"),
+        (axes[0, 1], across.reshape(-1, 1), f"{names[2]} {across.shape}\nsum over axis 1 →"),
+        (axes[1, 0], down.reshape(1, -1), f"{names[1]} {down.shape}: sum over axis 0 ↓"),
+    ]
+    for ax, values, title in panels:
+        ax.imshow(values, cmap="coolwarm", vmin=-limit, vmax=limit)
+        for (i, j), value in np.ndenumerate(values):
+            ax.text(j, i, f"{value:.1f}", ha="center", va="center", fontsize=MIN_FONT_SIZE)
+        ax.set_title(title, fontsize=MIN_FONT_SIZE)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    axes[1, 1].axis("off")
+    fig.tight_layout()
+    return fig
+
+
 def _subscript(k: int) -> str:
     return str(k).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
@@ -434,6 +478,7 @@ def _subscript(k: int) -> str:
 __all__ = [
     "CLASS_COLOURS",
     "MIN_FONT_SIZE",
+    "plot_broadcast_gradients",
     "plot_confusion_and_mistakes",
     "plot_gradient_norms_by_layer",
     "plot_learning_rates",
