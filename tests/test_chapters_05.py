@@ -148,8 +148,8 @@ def test_zero_grad_and_vanishing_gradients_are_linked_not_taught_again(cells):
     """zero_grad is chapter 03's (Step 5 and claim 6), vanishing and exploding gradients are
     chapter 07's: chapter 05 links each, and runs neither experiment itself."""
     markdown, code = _markdown(cells), "\n".join(_code(cells))
-    assert f"]({ZERO_GRAD_CHAPTER}#Step-5-—-zero_grad())" in markdown
-    assert f"]({VANISHING_CHAPTER}#Debugging-gradients:-vanishing-and-exploding)" in markdown
+    assert f"[Step 5 — `zero_grad()`]({ZERO_GRAD_CHAPTER}) (in 03.1)" in markdown
+    assert f"[07.2 · Debugging gradients: vanishing and exploding]({VANISHING_CHAPTER})" in markdown
     assert "zero_grad=False" not in code and "zero_grad=True" not in code  # no forgetting run
     assert 'activation="sigmoid"' not in code  # no deep sigmoid network trained here
     assert markdown.count("## 4 · One step checked against PyTorch") == 1
