@@ -576,6 +576,29 @@ def test_the_points_are_drawn_from_the_source_and_the_same_for_the_same_source()
         assert [c.message for c in first.cases] == [c.message for c in second.cases]
 
 
+def test_a_point_where_a_power_turns_complex_is_skipped_not_a_crash():
+    """Random DAG 3 of draw 13 has ``x ** 0.5`` of a value that turns negative near its
+    example point, and a later math call then gets a complex number (a TypeError, not a
+    ValueError): the search skips such points, for every source, instead of failing."""
+    (case,) = [c for c in registry.get("7.5").cases(np.random.default_rng(13)) if "DAG 3" in c.name]
+    (program,) = case.inputs
+    base = [a[0] for op, *a in program if op == "leaf"]
+    near = [tuple(b + d for b in base) for d in np.linspace(-0.05, 0.05, 41)]
+    with pytest.raises(TypeError, match="complex"):  # what the search must survive
+        [source.forward_values(program, p) for p in near]
+    for text in ("", "a source", source_run(RIGHT, case.inputs)["source"]):
+        pts = source.points(program, text)
+        assert len(pts) == 3 and pts != source.points(program)
+        assert all(source._safe(program, source.forward_values(program, p), 0.1) for p in pts)
+
+
+def test_without_a_salted_point_the_program_s_own_points_are_the_fallback(monkeypatch):
+    program = registry.get("7.5").cases(np.random.default_rng(0))[0].inputs[0]
+    assert source.points(program, "a source") != source.points(program)
+    monkeypatch.setattr(source, "SALTED_SEARCHES", 0)  # as if every salted search failed
+    assert source.points(program, "a source") == source.points(program)
+
+
 @pytest.mark.parametrize(
     "attack", [table_at_the_programs_points, table_chasing_its_own_points], ids=lambda a: a.__name__
 )
