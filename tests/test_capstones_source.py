@@ -1,13 +1,15 @@
 """Capstone 7.5, "From a trace to a derivative program": the generated source is judged in
 the grader (parsed, checked, run where only ``math`` exists) against forward mode on dual
-numbers, at points the student's process never sees.
+numbers, at points the student's process never sees: drawn from a hash of the program and
+the source itself, so that a table of constants for points computed beforehand cannot match.
 
 A right answer written here (independently of the solutions notebook: its own IR of
 tuples, adjoints named ``g``, local derivatives recomputed from the inputs) scores full
 marks on several seeds; each of its one-mistake variants loses points with the hint that
 names the mistake; the shortcuts (a closure over the trace, a library call, a loop over a
-tape, a symbolic expansion of the expression tree, finite differences written out as code)
-score under half, most nothing; the
+tape, a symbolic expansion of the expression tree, finite differences written out as code,
+a table of values interpolated through points computed from the program) score under half,
+most nothing; the points are the same for the same source and differ between sources; the
 reference agrees with closed forms, finite differences and PyTorch (float64); the programs
 have the promised shape (depth, fan-out, an expression tree that doubles per step); and
 through ``autodiff-lab grade`` the solution scores full marks while an answer that traces
@@ -25,13 +27,26 @@ import pytest
 from autodiff_lab.grading import check, registry
 from autodiff_lab.grading.exercises import ch07_source as source
 from autodiff_lab.grading.runners.source import source_run, traced_function
+from autodiff_lab.grading.spec import case_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = (None, 7, 123)  # the notebook's cases and two of the grader's draws
+MORE_SEEDS = (None, 1, 2, 3, 7, 123)
 
 
 def _check(answer, seed=None):
     return check("7.5", answer, seed=seed, show=False, record=False)
+
+
+def _solution():
+    """gradient_source as the chapter's solution notebook writes it (its cell is whole)."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "solutions" / "07_memory_and_control.ipynb", as_version=4)
+    (cell,) = [c.source for c in nb.cells if c.source.startswith("def gradient_source(")]
+    namespace: dict = {}
+    exec(compile(cell, "<solution 7.5>", "exec"), namespace)  # noqa: S102 (the course's own)
+    return namespace["gradient_source"]
 
 
 # --- a right answer and its one-mistake variants ------------------------------------------
@@ -325,6 +340,55 @@ def finite_differences_written_out(f, n, h=1e-5):
     return "\n".join([*lines, f"    return {out}_0, ({grads},)"]) + "\n"
 
 
+def _program_of(f):
+    """The program f performs, read from its closure: it is in the student's process (f must
+    be, to be traced), and so is the grader's open code."""
+    cells = dict(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__)))
+    return cells["program"]
+
+
+def _table(program, n, pts):
+    """Straight-line code returning the reference's value and gradient at ``pts``,
+    interpolated in x0 (Lagrange, through the three points): right at ``pts``, and nothing
+    else (the basis polynomials ``b{i}`` once, each output 3 products and 2 sums)."""
+    pairs = [source.reference_gradient(program, p) for p in pts]  # or any other means
+    xs = [p[0] for p in pts]
+    lines = [f"def grad_f({', '.join(f'x{k}' for k in range(n))}):"]
+    for i in range(3):
+        a, b = (xs[j] for j in range(3) if j != i)
+        lines.append(f"    b{i} = (x0 - {a!r}) * (x0 - {b!r})")
+    weights = [math.prod(xs[i] - xs[j] for j in range(3) if j != i) for i in range(3)]
+
+    def through(ys):
+        terms = [f"{abs(y / w)!r} * b{i}" for i, (y, w) in enumerate(zip(ys, weights))]
+        signs = ["-" if y / w < 0 else "+" for y, w in zip(ys, weights)]
+        text = f"{terms[0]}" if signs[0] == "+" else f"0.0 - {terms[0]}"
+        return text + "".join(f" {sg} {t}" for sg, t in zip(signs[1:], terms[1:]))
+
+    grads = [through([g[k] for _, g in pairs]) for k in range(n)]
+    lines.append(f"    return {through([v for v, _ in pairs])}, ({', '.join(grads)},)")
+    return "\n".join(lines) + "\n"
+
+
+def table_at_the_programs_points(f, n):
+    """The attack on points drawn from the program alone (before the points were salted with
+    the source; :func:`points` with no source still draws them): computes them here, and
+    hands back a table of the right values and gradients there, interpolated in x0."""
+    program = _program_of(f)
+    return _table(program, n, source.points(program))
+
+
+def table_chasing_its_own_points(f, n, rounds=4):
+    """The same table, rebuilt ``rounds`` times for the points the grader's own function
+    draws for the previous table: each is right at its predecessor's points, never at its
+    own (that would be a fixed point of the hash)."""
+    program = _program_of(f)
+    text = _table(program, n, source.points(program))
+    for _ in range(rounds):
+        text = _table(program, n, source.points(program, text))
+    return text
+
+
 SHORTCUTS = [
     (closure_over_the_trace, "a call of `_replay`", "calls something other than math"),
     (reads_the_tape, "which it never assigned", "reads a name it never assigns"),
@@ -332,9 +396,17 @@ SHORTCUTS = [
     (loop_over_a_tape, "expression", "is not straight-line"),
     (symbolic_expansion, "operations, over the bound", "The generated code is too big"),
     (finite_differences_written_out, "operations, over the bound", "The generated code is too big"),
+    (table_at_the_programs_points, "the value is", "The values are wrong, not only"),
+    (table_chasing_its_own_points, "the value is", "The values are wrong, not only"),
 ]
-#: Shortcuts that are right where they fit (the small programs), refused for their size.
-RIGHT_WHERE_THEY_FIT = (symbolic_expansion, finite_differences_written_out)
+#: Shortcuts that are right where they fit (the small programs), refused for their size; and
+#: the tables, interpolated exactly where f is a quadratic in x0 alone (x * x + x).
+RIGHT_WHERE_THEY_FIT = (
+    symbolic_expansion,
+    finite_differences_written_out,
+    table_at_the_programs_points,
+    table_chasing_its_own_points,
+)
 
 
 # --- the tests ------------------------------------------------------------------------------
@@ -352,7 +424,7 @@ def test_a_wasteful_right_answer_fits_the_bound(seed):
     assert result.score == result.max_score == 24, result.to_text()
     for case in registry.get("7.5").cases(np.random.default_rng(seed or 0)):
         expected = source._reference(case.inputs)
-        size = source._evaluated(source_run(VERBOSE, case.inputs), expected).size
+        size = source._judged(source_run(VERBOSE, case.inputs), expected)[0].size
         assert size <= 0.8 * expected["bound"], (case.name, size, expected["bound"])
 
 
@@ -470,11 +542,95 @@ def test_programs_have_depth_fan_out_and_a_swelling_tree():
     assert tree_size(len(chain) - 6) > 2**21 * 0.99 and len(chain) < 120  # 22 steps
 
 
+def _targets(seed, answer=RIGHT):
+    """(case, program, the reference at the points of ``answer``'s source) for each case."""
+    for case in registry.get("7.5").cases(np.random.default_rng(seed)):
+        (program,) = case.inputs
+        text = source_run(answer, case.inputs)["source"]
+        yield case, program, source._target(source._reference(case.inputs)["program"], text)
+
+
 def test_the_points_are_not_sent_to_the_students_process():
-    for case in registry.get("7.5").cases(np.random.default_rng(1)):
-        expected = source._reference(case.inputs)
+    for case, _program, target in _targets(1):
         sent = repr(case.inputs)
-        assert not any(repr(x) in sent for p in expected["points"] for x in p)
+        assert not any(repr(x) in sent for p in target.points for x in p)
+
+
+def test_the_points_are_drawn_from_the_source_and_the_same_for_the_same_source():
+    """Two sources of one program (the right answer and a wasteful right one) get different
+    points; the same source, given twice (as two equal strings), gets the same points, as
+    does a regrade; the points without a source are the program's alone, and are neither."""
+    for case in registry.get("7.5").cases(np.random.default_rng(2)):
+        (program,) = case.inputs
+        right, verbose = source_run(RIGHT, case.inputs), source_run(VERBOSE, case.inputs)
+        assert right["source"] != verbose["source"]
+        again = "".join(list(source_run(RIGHT, case.inputs)["source"]))  # another str object
+        assert again == right["source"] and again is not right["source"]
+        first = source.points(program, right["source"])
+        assert source.points(program, again) == first, case.name
+        assert source.points(program, verbose["source"]) != first, case.name
+        assert source.points(program) not in (first, source.points(program, verbose["source"]))
+        assert all(len(p) == source.n_inputs(program) for p in first) and len(first) == 3
+    for seed in (None, 3):
+        first, second = _check(RIGHT, seed), _check(RIGHT, seed)
+        assert [c.message for c in first.cases] == [c.message for c in second.cases]
+
+
+def test_a_point_where_a_power_turns_complex_is_skipped_not_a_crash():
+    """Random DAG 3 of draw 13 has ``x ** 0.5`` of a value that turns negative near its
+    example point, and a later math call then gets a complex number (a TypeError, not a
+    ValueError): the search skips such points, for every source, instead of failing."""
+    (case,) = [c for c in registry.get("7.5").cases(np.random.default_rng(13)) if "DAG 3" in c.name]
+    (program,) = case.inputs
+    base = [a[0] for op, *a in program if op == "leaf"]
+    near = [tuple(b + d for b in base) for d in np.linspace(-0.05, 0.05, 41)]
+    with pytest.raises(TypeError, match="complex"):  # what the search must survive
+        [source.forward_values(program, p) for p in near]
+    for text in ("", "a source", source_run(RIGHT, case.inputs)["source"]):
+        pts = source.points(program, text)
+        assert len(pts) == 3 and pts != source.points(program)
+        assert all(source._safe(program, source.forward_values(program, p), 0.1) for p in pts)
+
+
+def test_without_a_salted_point_the_program_s_own_points_are_the_fallback(monkeypatch):
+    program = registry.get("7.5").cases(np.random.default_rng(0))[0].inputs[0]
+    assert source.points(program, "a source") != source.points(program)
+    monkeypatch.setattr(source, "SALTED_SEARCHES", 0)  # as if every salted search failed
+    assert source.points(program, "a source") == source.points(program)
+
+
+@pytest.mark.parametrize(
+    "attack", [table_at_the_programs_points, table_chasing_its_own_points], ids=lambda a: a.__name__
+)
+@pytest.mark.parametrize("seed", MORE_SEEDS)
+def test_a_table_for_points_computed_beforehand_scores_under_half(attack, seed):
+    """The attack the salt closes: the table is right at the points it was made for (the
+    program's own, which the grader drew before the salt; or the previous table's), so a
+    grader using those would give it full marks; at its own points it is wrong."""
+    for case in registry.get("7.5").cases(np.random.default_rng(case_seed("7.5", seed))):
+        (program,) = case.inputs
+        n, bound = source.n_inputs(program), source.size_bound(program)
+        text = source_run(attack, case.inputs)["source"]
+        aimed = source.points(program)
+        if attack is table_chasing_its_own_points:
+            previous = table_chasing_its_own_points(traced_function(program)[0], n, rounds=3)
+            aimed = source.points(program, previous)
+        ev = source.evaluate(text, n, tuple(aimed), bound)
+        expected = [source.reference_gradient(program, p) for p in aimed]
+        assert ev.ran and ev.size <= bound, (case.name, ev)
+        np.testing.assert_allclose(ev.values, [v for v, _ in expected], rtol=1e-9)
+        np.testing.assert_allclose(ev.grads, [g for _, g in expected], rtol=1e-7, atol=1e-9)
+    result = _check(attack, seed)
+    assert result.score < result.max_score / 2, result.to_text()
+    assert result.score <= 1.0, result.to_text()  # at most x * x + x, a quadratic in x0
+    assert any("The values are wrong, not only" in h for h in result.hints), result.to_text()
+
+
+@pytest.mark.parametrize("seed", MORE_SEEDS)
+def test_the_solution_and_the_right_answer_score_full_marks_at_their_own_points(seed):
+    for answer in (RIGHT, _solution()):
+        result = _check(answer, seed)
+        assert result.score == result.max_score == 24, result.to_text()
 
 
 def _torch_value_and_grad(torch, program, point):
@@ -489,22 +645,16 @@ def _torch_value_and_grad(torch, program, point):
 def test_references_agree_with_torch():
     torch = pytest.importorskip("torch")
     for seed in (0, 1):
-        for case in registry.get("7.5").cases(np.random.default_rng(seed)):
-            (program,) = case.inputs
-            expected = source._reference(case.inputs)
-            for point, value, grads in zip(
-                expected["points"], expected["values"], expected["grads"], strict=True
-            ):
+        for case, program, target in _targets(seed):
+            for point, value, grads in zip(target.points, target.values, target.grads, strict=True):
                 t_value, t_grads = _torch_value_and_grad(torch, program, point)
                 assert math.isclose(value, t_value, rel_tol=1e-10, abs_tol=1e-12), case.name
                 np.testing.assert_allclose(grads, t_grads, rtol=1e-9, atol=1e-12)
 
 
 def test_references_agree_with_finite_differences():
-    for case in registry.get("7.5").cases(np.random.default_rng(3)):
-        (program,) = case.inputs
-        expected = source._reference(case.inputs)
-        point, grads = expected["points"][0], expected["grads"][0]
+    for case, program, target in _targets(3):
+        point, grads = target.points[0], target.grads[0]
         for k in range(len(point)):
             h = 1e-6
             up, down = list(point), list(point)

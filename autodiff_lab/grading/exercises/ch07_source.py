@@ -23,11 +23,18 @@ How it is graded, here in the grader (:func:`evaluate`), never in the student's 
   differences — on the 16-input program);
 - it is executed here in a namespace holding only :mod:`math` (no builtins), its integer
   constants made floats first (so ``10 ** 10 ** 9`` overflows instead of running), at three
-  points the student's process never sees (drawn near the program's example point from a
-  hash of the program), and its value and gradient compared with the reference: forward mode
-  on dual numbers (:func:`reference_gradient`, one tangent per input) — a different algorithm
-  from the one asked for, checked in tests against closed forms, finite differences and
-  PyTorch.
+  points the student's process never sees, and its value and gradient compared with the
+  reference: forward mode on dual numbers (:func:`reference_gradient`, one tangent per
+  input) — a different algorithm from the one asked for, checked in tests against closed
+  forms, finite differences and PyTorch.
+
+The points are drawn near the program's example point from a SHA-256 hash of the program
+*and the source the student returned* (:func:`points`, :func:`_target`). The program reaches
+the student's process (it must, to be traced) and this code is open, so points drawn from the
+program alone could be computed there, and a table of constants for them (interpolated in
+``x0``, say) written out as "code"; salted with the source, the points are fixed only once the
+source is, and a table would have to be a fixed point of the hash. It stays deterministic
+(the same source gets the same points, and the same grade on a regrade) and needs no secret.
 
 The hints come from wrong reverse sweeps simulated here on the same program
 (:func:`simulate`): adjoints assigned instead of accumulated, adjoints emitted in forward
@@ -40,6 +47,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import math
 import re
 import zlib
@@ -254,10 +262,10 @@ def _safe(program, values, margin: float) -> bool:
     return True
 
 
-def points(program) -> list[tuple[float, ...]]:
-    """Three points near the program's example point (its leaves' numbers), drawn from a
-    hash of the program, where every log, division and power is well away from its pole."""
-    rng = np.random.default_rng(zlib.crc32(repr(list(program)).encode()) + 75)
+def _search(program, rng) -> list[tuple[float, ...]] | None:
+    """Three points near the program's example point (its leaves' numbers), drawn by
+    ``rng``, where every log, division and power is well away from its pole; None if 400
+    draws (the spread halved every 100) do not find them."""
     base = [float(a[0]) for op, *a in program if op == "leaf"]
     found: list[tuple[float, ...]] = []
     spread = 0.05
@@ -267,7 +275,7 @@ def points(program) -> list[tuple[float, ...]]:
         point = tuple(round(b + float(rng.uniform(-spread, spread)), 6) for b in base)
         try:
             values = forward_values(program, point)
-        except (ArithmeticError, ValueError):
+        except (ArithmeticError, ValueError, TypeError):  # TypeError: a complex into math
             continue
         if _safe(program, values, 0.1) and all(
             math.isfinite(g) for g in reference_gradient(program, point)[1]
@@ -275,20 +283,68 @@ def points(program) -> list[tuple[float, ...]]:
             found.append(point)
         if len(found) == N_POINTS:
             return found
-    raise RuntimeError("7.5: no safe points near the program's example point")
+    return None
+
+
+#: Salted searches tried before the unsalted points (see :func:`points`).
+SALTED_SEARCHES = 8
+
+
+def _salted_seed(program, source: str, k: int) -> int:
+    text = f"{list(program)!r}\0{k}\0".encode() + source.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.sha256(text).digest()[:16], "big")
+
+
+def points(program, source: str | None = None) -> list[tuple[float, ...]]:
+    """The three points grad_f is evaluated at (:func:`_search`): drawn from a hash of the
+    program and the student's ``source`` (see the module docstring), or, with ``source``
+    None, of the program alone (the points :func:`_sound` requires a program to have)."""
+    if source is not None:
+        for k in range(SALTED_SEARCHES):
+            found = _search(program, np.random.default_rng(_salted_seed(program, source, k)))
+            if found:
+                return found
+        # Practically never reached for a program _sound accepted: the unsalted search,
+        # from the same distribution, found its points, and each salted one draws up to 400
+        # more. Should it happen, the unsalted points (which a student can compute) are the
+        # fallback, rather than an error in the grader.
+    found = _search(program, np.random.default_rng(zlib.crc32(repr(list(program)).encode()) + 75))
+    if found is None:
+        raise RuntimeError("7.5: no safe points near the program's example point")
+    return found
 
 
 def _reference(inputs) -> dict:
+    """What does not depend on the student's source: the program and its size bound (the
+    points and the values there come from :func:`_target`, once the source is known)."""
     (program,) = inputs
-    pts = points(program)
-    pairs = [reference_gradient(program, p) for p in pts]
     return {
-        "points": [list(p) for p in pts],
-        "values": [v for v, _ in pairs],
-        "grads": [g for _, g in pairs],
+        "program": tuple(tuple(instr) for instr in program),
         "n": n_inputs(program),
         "bound": size_bound(program),
     }
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The points for one source, the reference's values and gradients there, and the
+    absolute tolerance of the comparison (1e-9 of the largest derivative, at least 1e-9)."""
+
+    points: tuple[tuple[float, ...], ...]
+    values: tuple[float, ...]
+    grads: tuple[tuple[float, ...], ...]
+    tolerance: float
+
+
+@functools.lru_cache(maxsize=64)  # a check's cases, each judged a few times
+def _target(program: tuple, source: str | None) -> _Target:
+    """The points for ``source`` (:func:`points`) and the reference there: the one place the
+    judge functions (:func:`_compare`, :func:`_describe`, the mistake detectors) get them."""
+    pts = points(program, source)
+    pairs = [reference_gradient(program, p) for p in pts]
+    grads = tuple(tuple(g) for _, g in pairs)
+    scale = max([1.0, *(abs(g) for gs in grads for g in gs)])
+    return _Target(tuple(pts), tuple(v for v, _ in pairs), grads, 1e-9 * scale)
 
 
 # --- the student's source, checked and run here ----------------------------------------------
@@ -550,44 +606,47 @@ def evaluate(source: str | None, n: int, pts: tuple, bound: int) -> Evaluation:
     return Evaluation("", "", checker.size, tuple(values), tuple(map(tuple, grads)))
 
 
-def _evaluated(got, exp) -> Evaluation:
+def _judged(got, exp) -> tuple[Evaluation, _Target | None]:
+    """The source's evaluation at its own points, and the reference there (None when there
+    is no source to evaluate)."""
     if not isinstance(got, dict) or "error" in got or "source" not in got:
-        return Evaluation("missing", "no source")
-    pts = tuple(tuple(p) for p in exp["points"])
-    return evaluate(got["source"], int(exp["n"]), pts, int(exp["bound"]))
+        return Evaluation("missing", "no source"), None
+    text = got["source"] if isinstance(got["source"], str) else None
+    target = _target(exp["program"], text)
+    return evaluate(text, int(exp["n"]), target.points, int(exp["bound"])), target
 
 
-def _tolerance(exp) -> float:
-    scale = max([1.0, *(abs(g) for grads in exp["grads"] for g in grads)])
-    return 1e-9 * scale
+def _same(got_grads, exp_grads, target: _Target) -> bool:
+    return close([list(g) for g in got_grads], exp_grads, rtol=1e-7, atol=target.tolerance)
 
 
-def _same(got_grads, exp_grads, exp) -> bool:
-    return close([list(g) for g in got_grads], exp_grads, rtol=1e-7, atol=_tolerance(exp))
+def _right_values(ev: Evaluation, target: _Target | None) -> bool:
+    return (
+        target is not None
+        and ev.ran
+        and close(list(ev.values), target.values, rtol=1e-7, atol=target.tolerance)
+    )
 
 
 def _compare(got, exp) -> bool:
-    ev = _evaluated(got, exp)
+    ev, target = _judged(got, exp)
     return (
-        ev.ran
-        and close(list(ev.values), exp["values"], rtol=1e-7, atol=_tolerance(exp))
-        and _same(ev.grads, exp["grads"], exp)
+        _right_values(ev, target) and target is not None and _same(ev.grads, target.grads, target)
     )
 
 
 def _describe(got, exp) -> str:
-    ev = _evaluated(got, exp)
-    if not ev.ran:
+    ev, target = _judged(got, exp)
+    if not ev.ran or target is None:
         return ev.problem
+    tol = target.tolerance
     for point, v, g, ev_v, ev_g in zip(
-        exp["points"], exp["values"], exp["grads"], ev.values, ev.grads, strict=True
+        target.points, target.values, target.grads, ev.values, ev.grads, strict=True
     ):
         where = "at (" + ", ".join(f"{x:g}" for x in point) + ")"
-        if not close(ev_v, v, rtol=1e-7, atol=_tolerance(exp)):
+        if not close(ev_v, v, rtol=1e-7, atol=tol):
             return f"{where} the value is {ev_v:.6g}, expected {v:.6g}"
-        wrong = [
-            k for k in range(len(g)) if not close(ev_g[k], g[k], rtol=1e-7, atol=_tolerance(exp))
-        ]
+        wrong = [k for k in range(len(g)) if not close(ev_g[k], g[k], rtol=1e-7, atol=tol)]
         if wrong:
             k = wrong[0]
             return (
@@ -605,29 +664,28 @@ def _simulated(how: dict):
     mistake ``how`` (:func:`simulate`), which differs from the right one on this case."""
 
     def detect(got, exp, case) -> bool:
-        ev = _evaluated(got, exp)
-        if not ev.ran or not close(list(ev.values), exp["values"], rtol=1e-7,
-                                   atol=_tolerance(exp)):  # fmt: skip
+        ev, target = _judged(got, exp)
+        if target is None or not _right_values(ev, target):
             return False
         (program,) = case.inputs
-        sims = [simulate(program, p, **how) for p in exp["points"]]
-        if _same(sims, exp["grads"], exp):
+        sims = [simulate(program, p, **how) for p in target.points]
+        if _same(sims, target.grads, target):
             return False  # the mistake changes nothing on this program
-        return _same(ev.grads, sims, exp)
+        return _same(ev.grads, sims, target)
 
     return detect
 
 
 def _refused(*kinds: str):
     def detect(got, exp, case) -> bool:
-        return _evaluated(got, exp).kind in kinds
+        return _judged(got, exp)[0].kind in kinds
 
     return detect
 
 
 def _wrong_values(got, exp, case) -> bool:
-    ev = _evaluated(got, exp)
-    return ev.ran and not close(list(ev.values), exp["values"], rtol=1e-7, atol=_tolerance(exp))
+    ev, target = _judged(got, exp)
+    return ev.ran and not _right_values(ev, target)
 
 
 def _rule(name: str, hint: str) -> Mistake:
@@ -915,13 +973,9 @@ def _cases(rng) -> list[Case]:
         )
         cases.append(Case(name, (program,), points=3.0))
     program = _drawn(rng, swell_chain)
-    cases.append(
-        Case(
-            f"a chain whose expression tree doubles at each of {(len(program) - SWELL_INPUTS) // 5} steps",
-            (program,),
-            points=2.0,
-        )  # fmt: skip
-    )
+    steps = (len(program) - SWELL_INPUTS) // 5
+    name = f"a chain whose expression tree doubles at each of {steps} steps"
+    cases.append(Case(name, (program,), points=2.0))
     program = _drawn(rng, lambda r: random_program(r, 16, 48), MIN_DEPTH)
     cases.append(Case(f"16 inputs, {len(program) - 16} operations", (program,), points=2.0))
     return cases

@@ -4,7 +4,8 @@ A case is a program in 3.6's instruction format (:mod:`.capstones`): its leaves 
 inputs of a Python function ``f``, in order, and the other instructions are what ``f`` does
 to them, with ``+ - * / **``, unary ``-``, numbers on either side and the methods ``.exp()``,
 ``.log()``, ``.sin()``, ``.cos()``, ``.tanh()``. The leaves' numbers are only an example
-point (the grader evaluates at other points, which never reach this process). The runner
+point (the grader evaluates at other points, which never reach this process: it draws them
+from the program and the returned source, once the source is fixed). The runner
 hands ``f`` and the number of inputs to the student's ``gradient_source`` and returns the
 *source code* it wrote, as a string: nothing of the student's objects leaves this process.
 The grader parses, checks and runs that code itself
