@@ -1,6 +1,8 @@
-"""Every primitive operation, each defined in one place: one entry with all it needs.
+"""The table: the entries of the functions, reductions, shapes, indexing, matmul, softmax
+and the fused loss, each defined in one place with all it needs.
 
-An entry (:class:`Primitive`) holds
+What an entry holds, and how one is applied, is :class:`~autodiff_lab.primitive.Primitive`
+(:mod:`autodiff_lab.primitive`, with the arithmetic entries ``+ - * / **``); in short:
 
 - ``forward(*inputs, **params)``: the value it computes;
 - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``, giving that input's
@@ -15,14 +17,14 @@ An entry (:class:`Primitive`) holds
 - ``batch``: its batching rule, how to apply it to a whole batch at once (``vmap``,
   :mod:`autodiff_lab.batching`).
 
-``Value``, ``Tensor`` and ``Dual`` all compute through this table (``backward()`` through
+``Value``, ``Tensor`` and ``Dual`` all compute through the entries (``backward()`` through
 :meth:`Primitive.pullback`, ``Dual`` through :meth:`Primitive.pushforward`), and so do the
 steppers. Adding an elementwise function means adding one :func:`elementwise` entry here
-and one short definition each in ``ops.py`` (``ops.<name>``) and ``methods.py`` (the method
-of ``Value``, ``Tensor`` and ``Dual``), which a test asks for; it is then a drawable and
-steppable node, and the gradient checks in the tests pick it up from :data:`PRIMITIVES`
-(they fail until its test cases are added). :func:`~autodiff_lab.binding.bind`, which
-applies an entry, and the :data:`PRIMITIVES` registry are in :mod:`autodiff_lab.binding`.
+and one short definition each in ``ops.py`` (``ops.<name>``) and in
+:class:`~autodiff_lab.primitive.FunctionMethods` (the method of ``Value``, ``Tensor`` and
+``Dual``), which a test asks for; it is then a drawable and steppable node, and the
+gradient checks in the tests pick it up from :data:`PRIMITIVES` (they fail until its test
+cases are added). The machinery and the arithmetic entries are imported from here too.
 
 The rules are written with ordinary operators and the generic functions of
 :mod:`autodiff_lab.ops`. On plain numbers they compute numbers; handed graph values (as
@@ -40,231 +42,32 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from . import ops
-from .binding import PLAIN_TYPES, PRIMITIVES, bind  # noqa: F401  (imported from here too)
 from .kinds import BatchedArray, Traced, constant, zeros_like
-from .ops import broadcast_to, shape, sum_to, unbroadcast
+from .primitive import (
+    ADD,
+    DIV,
+    EVERYWHERE,
+    MUL,
+    NEG,
+    PLAIN_TYPES,
+    POW,
+    POW_CONST,
+    PRIMITIVES,
+    SUB,
+    Domain,
+    Primitive,
+    bind,
+    broadcast_to,
+    check_domain,
+    primitive,
+    shape,
+    sum_to,
+)
 
-
-class Domain:
-    """Where a primitive is defined, as text for errors and as a check.
-
-    ``outside(x)`` marks the entries where the operation is undefined (every engine
-    raises there). ``edge(x)`` marks entries where an array result is an infinity that
-    numpy allows (``log 0 = -inf``): the scalar engines raise there too, since a scalar
-    at the edge is almost always a bug in the student's function.
-    """
-
-    __slots__ = ("text", "outside", "edge")
-
-    def __init__(self, text: str, outside: Callable | None = None, edge: Callable | None = None):
-        self.text = text
-        self.outside = outside
-        self.edge = edge
-
-    def __repr__(self) -> str:
-        return f"<domain {self.text}>"
-
-
-EVERYWHERE = Domain("every input")  # no check
-
-
-class Primitive:
-    """An operation with everything the package knows about it, in one entry.
-
-    - ``forward(*inputs, **params)``: the value it computes;
-    - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``: that input's share
-      of the gradient, the upstream gradient ``g`` times the local derivative (or
-      ``vjp_all(g, out, *inputs, **params)``, all shares at once, for any number of inputs);
-    - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)``: the output's
-      tangent when that input moves by ``t`` (or ``jvp_all(tangents, out, ...)``);
-    - ``rule``: the local derivative as text (the steppers' explanations);
-    - ``symbol``: micrograd's ``_op`` (``'*'``); ``display``: the text in the drawings'
-      operation circle (``'×'``; ``{name}`` fields are filled from the parameters) and
-      ``notation``: how a node is written as an expression (``infix`` ``a × b``,
-      ``power`` ``a**2``, ``prefix`` ``−a``, ``call`` ``tanh(a)``);
-    - ``domain``: where it is defined (:class:`Domain`);
-    - ``linear``: ``"all"`` (linear in all inputs together: add, sum, reshape…),
-      ``"each"`` (in each input while the others are held constant: mul, matmul),
-      ``"first"`` (in the first only: a / c), ``"rest"`` (in all but the first, which is
-      held constant: where's a and b, its condition fixed) or ``""`` (not linear);
-      ``transposed``: the transposed op as text, for the drawings (``sum`` ->
-      ``"broadcast"``);
-    - ``batch``: ``batch(args, batched, **params)``, the batching rule: ``args[i]`` has a
-      leading batch axis where ``batched[i]`` is True; it returns the result for the
-      whole batch, batch axis first, using only primitives (so it can be traced further);
-      ``"broadcasting"`` for an elementwise op, whose batch axis rides along unchanged;
-      ``batched_params``: the parameters that may differ per example (the rule gets them
-      with the batch axis in front: cross-entropy's labels).
-
-    :meth:`pullback` and :meth:`pushforward` apply the rules; ``backward()``, ``Dual`` and
-    the steppers all go through them. :meth:`transpose` transposes a linear op.
-    """
-
-    __slots__ = (
-        "name", "forward", "vjp", "jvp", "vjp_all", "jvp_all",
-        "rule", "symbol", "display", "notation", "domain", "linear", "transposed", "batch",
-        "batched_params",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        name: str,
-        forward: Callable,
-        vjp: tuple[Callable, ...] | None = None,
-        jvp: tuple[Callable, ...] | None = None,
-        *,
-        rule: str,
-        domain: Domain,
-        symbol: str | None = None,
-        display: str | Callable[[dict], str] | None = None,
-        notation: str = "call",
-        vjp_all: Callable | None = None,
-        jvp_all: Callable | None = None,
-        linear: str = "",
-        transposed: str = "",
-        batch: Callable | str | None = None,
-        batched_params: tuple[str, ...] = (),
-    ):
-        self.name = name
-        self.forward = forward
-        self.vjp: tuple[Callable, ...] = vjp or ()  # one rule per input
-        self.jvp: tuple[Callable, ...] = jvp or ()
-        # Primitives with any number of inputs (concatenate) give all rules at once.
-        self.vjp_all = vjp_all
-        self.jvp_all = jvp_all
-        self.rule = rule
-        self.domain = domain
-        self.symbol = symbol or name
-        self.display = display or self.symbol
-        self.notation = notation
-        self.linear = linear
-        self.transposed = transposed
-        # "broadcasting": elementwise with numpy broadcasting, the batch axis riding along
-        # (applied by autodiff_lab.batching with primitives.batch_aligned)
-        self.batch = batch
-        self.batched_params = batched_params
-
-    def pullback(self, g, out, inputs: Sequence, params: dict, wanted: Sequence[bool]) -> list:
-        """Each input's share of the gradient: ``g · d out / d input_i``.
-
-        ``out`` and ``inputs`` are the node's value and its inputs' values (or the nodes
-        themselves, to record the backward pass as a graph). ``None`` where ``wanted`` is
-        False (an input that needs no gradient: its share is never computed).
-        """
-        if self.vjp_all is not None:
-            shares = list(self.vjp_all(g, out, *inputs, **params))
-            if not all(wanted):
-                for i, want in enumerate(wanted):
-                    if not want:
-                        shares[i] = None
-            return shares
-        shares = []
-        for rule, want in zip(self.vjp, wanted):
-            shares.append(rule(g, out, *inputs, **params) if want else None)
-        return shares
-
-    def pushforward(self, tangents: Sequence, out, inputs: Sequence, params: dict):
-        """The output's tangent: ``Σ_i d out / d input_i · tangent_i``.
-
-        ``tangents[i]`` is None for an input that does not move; the result is None when
-        none moves.
-        """
-        if self.jvp_all is not None:
-            if all(t is None for t in tangents):
-                return None
-            return self.jvp_all(tangents, out, *inputs, **params)
-        total = None
-        for rule, t in zip(self.jvp, tangents):
-            if t is not None:
-                share = rule(t, out, *inputs, **params)
-                total = share if total is None else total + share
-        return total
-
-    def is_linear_in(self, linear: Sequence[bool]) -> bool:
-        """Whether the op is a linear map of the inputs marked True (the rest held fixed)."""
-        if self.linear == "all":
-            return True
-        if self.linear == "each":
-            return sum(linear) == 1
-        if self.linear == "first":
-            return not any(linear[1:])
-        if self.linear == "rest":
-            return not linear[0]
-        return False
-
-    def transpose(self, ct, out, inputs: Sequence, params: dict, linear: Sequence[bool]) -> list:
-        """The transposed map: for ``y = A x`` (``x`` the inputs marked ``linear``, the
-        others constants), each linear input's cotangent ``Aᵀ ct``.
-
-        No new rule is needed: the vjp of a linear map is its transpose
-        (``ctᵀ A = (Aᵀ ct)ᵀ``), so this applies the vjp rules, after checking that the op
-        is linear in those inputs. ``out`` and the linear inputs are only read for their
-        shapes (a transposition never needs their values).
-        """
-        if not self.is_linear_in(linear):
-            marked = [i for i, lin in enumerate(linear) if lin]
-            raise ValueError(
-                f"transpose: {self.name} is not linear in its input(s) {marked} "
-                f"(linear={self.linear!r}); only linear operations can be transposed"
-            )
-        return self.pullback(ct, out, inputs, params, linear)
-
-    def op(self, params: dict | None) -> str:
-        """micrograd's ``_op``: the symbol with its parameters filled in (``'**2'``)."""
-        return self.symbol.format(**params) if params and "{" in self.symbol else self.symbol
-
-    def text(self, params: dict | None) -> str:
-        """The drawings' text for the op with these parameters (``**2``, ``sum(axis=0)``)."""
-        params = params or {}
-        if callable(self.display):
-            return self.display(params)
-        text = self.display.format(**params) if "{" in self.display else self.display
-        shown = {
-            k: v for k, v in params.items() if k in ("axis", "shape", "axes") and v is not None
-        }
-        if shown:
-            text += "(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
-        return text
-
-    def __repr__(self) -> str:
-        return f"<primitive {self.name}>"
-
-
-def primitive(name: str, forward: Callable, vjp=None, jvp=None, **kw) -> Primitive:
-    """Create a primitive and register it in :data:`PRIMITIVES`."""
-    prim = Primitive(name, forward, vjp, jvp, **kw)
-    PRIMITIVES[name] = prim
-    return prim
-
-
-def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = "") -> None:
-    """Raise a ValueError naming the op and the first bad entry when ``x`` is outside
-    ``prim``'s domain (``scalar``: the edge counts as outside too, see :class:`Domain`)."""
-    domain = prim.domain
-    if domain.outside is None or isinstance(x, BatchedArray):  # (checked by what holds its arrays)
-        return
-    bad = domain.outside(x)
-    if scalar and domain.edge is not None:
-        bad = bad | domain.edge(x)
-    if not np.any(bad):
-        return
-    name = prim.name
-    if np.ndim(x) == 0:
-        where = f" (label {label!r})" if label else ""
-        raise ValueError(
-            f"{engine} {name}: {name} is defined for {domain.text}, got {float(x)!r}{where}"
-        )
-    first = tuple(int(i) for i in np.argwhere(bad)[0])
-    raise ValueError(
-        f"{engine} {name}: {name} is defined for {domain.text}, but {int(np.sum(bad))} entries "
-        f"of the shape-{np.shape(x)} input are not (first at index {first}: {x[first]!r})"
-    )
-
-
-def _bcast(t, out):
-    """A tangent stretched to the output's shape (broadcasting copies it): also a
-    float's tangent, when the float met an array (``x0 + x`` for ``x`` a number)."""
-    return broadcast_to(t, shape(out))
+__all__ = [  # the machinery and the arithmetic entries, imported from here too
+    "ADD", "SUB", "MUL", "DIV", "NEG", "POW", "POW_CONST", "EVERYWHERE", "PLAIN_TYPES",
+    "PRIMITIVES", "Domain", "Primitive", "bind", "check_domain", "primitive",
+]  # fmt: skip
 
 
 # --- batching (vmap): the helpers the batching rules share ----------------------------------
@@ -318,120 +121,6 @@ def _batch_along_axis(name: str):
     return rule
 
 
-# --- arithmetic -------------------------------------------------------------------------
-
-ADD = primitive(
-    "add",
-    lambda a, b: a + b,
-    vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(g, b)),
-    jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(t, out)),
-    linear="all",
-    transposed="fan-out",
-    batch="broadcasting",
-    rule="d(a + b)/da = 1,  d(a + b)/db = 1",
-    domain=EVERYWHERE,
-    symbol="+",
-    notation="infix",
-)
-SUB = primitive(
-    "sub",
-    lambda a, b: a - b,
-    vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(-g, b)),
-    jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(-t, out)),
-    linear="all",
-    transposed="fan-out, −",
-    batch="broadcasting",
-    rule="d(a − b)/da = 1,  d(a − b)/db = −1",
-    domain=EVERYWHERE,
-    symbol="-",
-    display="−",
-    notation="infix",
-)
-MUL = primitive(
-    "mul",
-    lambda a, b: a * b,
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g * b, a),
-        lambda g, out, a, b: unbroadcast(g * a, b),
-    ),
-    jvp=(lambda t, out, a, b: _bcast(t * b, out), lambda t, out, a, b: _bcast(a * t, out)),
-    linear="each",
-    transposed="× c",
-    batch="broadcasting",
-    rule="d(a·b)/da = b,  d(a·b)/db = a",
-    domain=EVERYWHERE,
-    symbol="*",
-    display="×",
-    notation="infix",
-)
-DIV = primitive(
-    "div",
-    lambda a, b: a / b,
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g / b, a),
-        lambda g, out, a, b: unbroadcast(-g * out / b, b),
-    ),
-    jvp=(lambda t, out, a, b: _bcast(t / b, out), lambda t, out, a, b: _bcast(-t * out / b, out)),
-    linear="first",
-    transposed="÷ c",
-    batch="broadcasting",
-    rule="d(a/b)/da = 1/b,  d(a/b)/db = −a/b²",
-    domain=EVERYWHERE,  # division by zero: inf for arrays, ZeroDivisionError for Value
-    symbol="/",
-    display="÷",
-    notation="infix",
-)
-NEG = primitive(
-    "neg",
-    lambda a: -a,
-    vjp=(lambda g, out, a: -g,),
-    jvp=(lambda t, out, a: -t,),
-    linear="all",
-    transposed="−",
-    batch="broadcasting",
-    rule="d(−x)/dx = −1",
-    domain=EVERYWHERE,
-    display="−x",
-    notation="prefix",
-)
-POW = primitive(  # a ** b with both differentiable:  d/da = b a^(b-1),  d/db = a^b log(a)
-    "pow",
-    lambda a, b: a**b,
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g * b * a ** (b - 1), a),
-        lambda g, out, a, b: unbroadcast(g * out * ops.log(a), b),
-    ),
-    jvp=(
-        lambda t, out, a, b: _bcast(t * b * a ** (b - 1), out),
-        lambda t, out, a, b: _bcast(t * out * ops.log(a), out),
-    ),
-    batch="broadcasting",
-    rule="d(aᵇ)/da = b·aᵇ⁻¹,  d(aᵇ)/db = aᵇ·log a",
-    domain=EVERYWHERE,  # a Value exponent needs a positive base: checked by Value
-    symbol="**",
-    notation="infix",
-)
-
-
-def _pow_const_slope(a, exponent):
-    """c a^(c-1); for c = 0 the power is the constant 1, so the slope is 0 (even at a = 0)."""
-    if exponent == 0:  # (a ** -1 would divide by zero at a = 0: higher derivatives of x**2)
-        return 0.0 * a
-    return exponent * a ** (exponent - 1)
-
-
-POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
-    "pow_const",
-    lambda a, exponent: a**exponent,
-    vjp=(lambda g, out, a, exponent: g * _pow_const_slope(a, exponent),),
-    jvp=(lambda t, out, a, exponent: t * _pow_const_slope(a, exponent),),
-    batch="broadcasting",
-    rule="d(xᶜ)/dx = c·xᶜ⁻¹",
-    domain=EVERYWHERE,
-    symbol="**{exponent:g}",
-    notation="power",
-)
-
 # --- choosing entries: where, maximum, minimum ------------------------------------------
 # Each entry of the output is one entry of one input, so the gradient goes back to the
 # entry chosen (ties of maximum/minimum split it in two halves, as PyTorch and JAX do).
@@ -466,15 +155,16 @@ WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition get
     "where",
     _numbers_stay_numbers(np.where),
     vjp=(
-        lambda g, out, c, a, b: unbroadcast(g * 0.0, c),
-        lambda g, out, c, a, b: unbroadcast(_chosen(c, g), a),
-        lambda g, out, c, a, b: unbroadcast(_not_chosen(c, g), b),
+        lambda g, out, c, a, b: g * 0.0,
+        lambda g, out, c, a, b: _chosen(c, g),
+        lambda g, out, c, a, b: _not_chosen(c, g),
     ),
     jvp=(
-        lambda t, out, c, a, b: _bcast(t * 0.0, out),
-        lambda t, out, c, a, b: _bcast(_chosen(c, t), out),
-        lambda t, out, c, a, b: _bcast(_not_chosen(c, t), out),
+        lambda t, out, c, a, b: t * 0.0,
+        lambda t, out, c, a, b: _chosen(c, t),
+        lambda t, out, c, a, b: _not_chosen(c, t),
     ),
+    broadcasts=True,
     linear="rest",
     transposed="where back (c fixed)",
     batch="broadcasting",
@@ -501,14 +191,15 @@ def _extremum(name: str, forward: Callable, wins: Callable, word: str, sign: str
         name,
         _numbers_stay_numbers(forward),
         vjp=(
-            lambda g, out, a, b: unbroadcast(g * _share(a, b, wins), a),
-            lambda g, out, a, b: unbroadcast(g * _share(b, a, wins), b),
+            lambda g, out, a, b: g * _share(a, b, wins),
+            lambda g, out, a, b: g * _share(b, a, wins),
         ),
         jvp=(
-            lambda t, out, a, b: _bcast(t * _share(a, b, wins), out),
-            lambda t, out, a, b: _bcast(t * _share(b, a, wins), out),
+            lambda t, out, a, b: t * _share(a, b, wins),
+            lambda t, out, a, b: t * _share(b, a, wins),
         ),
         batch="broadcasting",
+        broadcasts=True,
         rule=f"d {word}(a, b)/da = 1 where a {sign} b, ½ where a = b, else 0 (and alike for b)",
         domain=EVERYWHERE,
     )

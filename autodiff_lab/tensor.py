@@ -79,7 +79,7 @@ class Tensor(Node, ArrayMethods):
                 )
                 break
         if fn.domain.outside is not None:
-            P.check_domain(fn, "Tensor", inputs[0].data, scalar=False)
+            P.check_domain(fn, "Tensor", inputs[fn.domain.arg].data, scalar=False)
         out = cls.__new__(cls)
         out.data = fn.forward(*map(_DATA, inputs), **params)
         if type(out.data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
