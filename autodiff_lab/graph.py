@@ -55,6 +55,11 @@ class Node(Traced):
         """``prim`` applied to ``inputs`` (some of them nodes of this class), recorded."""
         raise NotImplementedError
 
+    @property
+    def _op(self) -> str:
+        """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
+        return "" if self._fn is None else self._fn.op(self._ctx)
+
     def detach(self) -> Node:
         """The same data as a new leaf, cut off from the graph."""
         raise NotImplementedError

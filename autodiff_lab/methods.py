@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import primitives as P
-from .kinds import Tracer, constant
+from .kinds import constant
 from .primitive import NumberMethods
 
 
@@ -34,29 +34,19 @@ class ArrayMethods(NumberMethods):
         @property
         def ndim(self) -> int: ...
 
-    def _binary(self, fn: P.Primitive, a: Any, b: Any) -> Any:
-        """``fn(a, b)`` as for every number, with a clear error for shapes that do not
-        broadcast."""
-        try:
-            return super()._binary(fn, a, b)
-        except ValueError as e:
-            if "broadcast" not in str(e):
-                raise
-            raise ValueError(
-                f"{type(self).__name__} {fn.symbol}: shapes {_shape(a)} and "
-                f"{_shape(b)} cannot be broadcast together (numpy rule: align "
-                "shapes from the right; each pair of sizes must be equal or one of them 1)"
-            ) from None
-
     def __matmul__(self, other: Any) -> Any:
-        if isinstance(other, Tracer) and not isinstance(self, Tracer):
-            return NotImplemented
-        _check_matmul(type(self).__name__, self.shape, _shape(other))
-        return self._binary(P.MATMUL, self, other)
+        try:
+            return self._binary(P.MATMUL, self, other)
+        except ValueError:  # numpy refused: say which axes do not line up
+            _check_matmul(type(self).__name__, self.shape, _shape(other))
+            raise
 
     def __rmatmul__(self, other: Any) -> Any:
-        _check_matmul(type(self).__name__, _shape(other), self.shape)
-        return self._binary(P.MATMUL, other, self)
+        try:
+            return self._binary(P.MATMUL, other, self)
+        except ValueError:
+            _check_matmul(type(self).__name__, _shape(other), self.shape)
+            raise
 
     # --- along an axis ---------------------------------------------------------------
 

