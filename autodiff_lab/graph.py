@@ -140,9 +140,9 @@ def backpropagate(
     *,
     create_graph: bool = False,
     accumulate: bool = True,
-    wanted: Iterable = (),
+    wanted: Iterable[Node] = (),
     trace: BackwardTrace | None = None,
-) -> dict:
+) -> dict[Node, Any]:
     """Run every node's pullback in reverse topological order.
 
     ``seed`` is d root / d root (1 for a scalar). Each node's gradient is complete when
@@ -194,7 +194,7 @@ def backpropagate(
     return found
 
 
-_NO_PARAMS: dict = {}
+_NO_PARAMS: dict[str, Any] = {}
 # (map with attrgetter, not a list comprehension: no function frame per node on Python < 3.12)
 _DATA = attrgetter("data")
 _REQUIRES_GRAD = attrgetter("requires_grad")

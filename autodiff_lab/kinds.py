@@ -69,7 +69,7 @@ class BatchedArray(Tracer):
     val: Any
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """The shape of one example."""
         raise NotImplementedError
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import primitives as P
 from .kinds import constant
-from .primitive import NumberMethods
+from .primitive import NumberMethods, Shape
 
 
 class ArrayMethods(NumberMethods):
@@ -29,7 +29,7 @@ class ArrayMethods(NumberMethods):
     if TYPE_CHECKING:  # provided by Tensor and Dual
 
         @property
-        def shape(self) -> tuple: ...
+        def shape(self) -> Shape: ...
 
         @property
         def ndim(self) -> int: ...
@@ -126,11 +126,11 @@ class ArrayMethods(NumberMethods):
         return self._apply(P.GETITEM, self, index=index)
 
 
-def _shape(x: Any) -> tuple:
-    return x.shape if isinstance(x, ArrayMethods) else np.shape(constant(x))
+def _shape(x: Any) -> Shape:
+    return np.shape(constant(x))  # (a vmap batch gives one example's shape)
 
 
-def _check_matmul(where: str, a: tuple, b: tuple) -> None:
+def _check_matmul(where: str, a: Shape, b: Shape) -> None:
     if not a or not b:
         raise ValueError(f"{where} @: needs at least 1-D operands, got shapes {a} and {b}")
     k_left = a[-1]
@@ -143,7 +143,7 @@ def _check_matmul(where: str, a: tuple, b: tuple) -> None:
         )
 
 
-def _plain_index(index):
+def _plain_index(index: Any) -> Any:
     """Arrays inside an index stay arrays (graph values give their data); lists become
     integer arrays."""
     if isinstance(index, tuple):

@@ -173,7 +173,7 @@ def unbroadcast(grad: Any, like: Any) -> Any:
     return sum_to(grad, shape(like))
 
 
-def basis(shape: tuple, dtype: Any = float) -> Iterator[Any]:
+def basis(shape: tuple[int, ...], dtype: Any = float) -> Iterator[Any]:
     """The unit arrays e_0, e_1, … of ``shape``, in C order (the number 1.0 for a scalar)."""
     if not shape:
         yield 1.0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -29,10 +30,16 @@ from .kinds import BatchedArray, Tracer, constant
 Params = dict[str, Any]  # a primitive's keyword parameters (axis=..., exponent=...)
 Rule = Callable[..., Any]  # rule(g, out, *inputs, **params): a vjp or jvp rule
 Mask = Callable[[Any], Any]  # x -> True (or a boolean array) where x is outside a domain
+Fn = Callable[..., Any]  # a forward, a batching rule, a numpy function
+Args = Sequence[Any]  # the inputs of a rule: numbers, arrays or traced values
+Flags = Sequence[bool]  # one per input: wanted? batched? linear?
+Shape = tuple[int, ...]
+Axis = int | tuple[int, ...] | None  # the axis (axes) of a reduction; None: all of them
 
 PRIMITIVES: dict[str, Primitive] = {}
 
 
+@dataclass(frozen=True, eq=False, repr=False)
 class Domain:
     """Where a primitive is defined, as text for errors and as a check.
 
@@ -44,22 +51,11 @@ class Domain:
     ``error`` is the exception raised.
     """
 
-    __slots__ = ("text", "outside", "edge", "arg", "error")
-
-    def __init__(
-        self,
-        text: str,
-        outside: Mask | None = None,
-        edge: Mask | None = None,
-        *,
-        arg: int = 0,
-        error: type[Exception] = ValueError,
-    ) -> None:
-        self.text = text
-        self.outside = outside
-        self.edge = edge
-        self.arg = arg
-        self.error = error
+    text: str
+    outside: Mask | None = None
+    edge: Mask | None = None
+    arg: int = 0
+    error: type[Exception] = ValueError
 
     def __repr__(self) -> str:
         return f"<domain {self.text}>"

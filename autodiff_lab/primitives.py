@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -55,8 +55,14 @@ from .primitive import (
     POW_CONST,
     PRIMITIVES,
     SUB,
+    Args,
+    Axis,
     Domain,
+    Flags,
+    Fn,
     Primitive,
+    Rule,
+    Shape,
     bind,
     broadcast_to,
     check_domain,
@@ -77,7 +83,7 @@ __all__ = [  # the machinery and the arithmetic entries, imported from here too
 # whole batch's result, batch axis first. It uses primitives only, so it can be traced.
 
 
-def batch_aligned(args: Sequence, batched: Sequence[bool]) -> list:
+def batch_aligned(args: Args, batched: Sequence[bool]) -> list[Any]:
     """Inputs that broadcast together as the examples do: a batched input of fewer axes
     than the widest example gets size-1 axes after its batch axis (numpy aligns shapes from
     the right, so the batch axis must stay in front of every example axis)."""
@@ -91,7 +97,7 @@ def batch_aligned(args: Sequence, batched: Sequence[bool]) -> list:
     return aligned
 
 
-def _example_axes(axis, ndim: int):
+def _example_axes(axis: Axis, ndim: int) -> Axis:
     """Axes of one example (``ndim`` axes) as axes of the batch: one further right
     (``None``, all of them, is ``1 … ndim``)."""
     if axis is None:
@@ -101,13 +107,11 @@ def _example_axes(axis, ndim: int):
     return tuple(a % ndim + 1 for a in axis)
 
 
-def _batch_over_axis(name: str, default_axis: int | None) -> Callable[..., Any]:
+def _batch_over_axis(name: str, default_axis: int | None) -> Fn:
     """sum/mean/max over axis a of each example (softmax, log_softmax along it): over (along)
     axis a + 1 of the batch; the other parameters (keepdims) as they are."""
 
-    def rule(
-        args: Sequence[Any], batched: Sequence[bool], axis: Any = default_axis, **params: Any
-    ) -> Any:
+    def rule(args: Args, batched: Flags, axis: Axis = default_axis, **params: Any) -> Any:
         (x,) = args
         return bind(PRIMITIVES[name], x, axis=_example_axes(axis, len(shape(x)) - 1), **params)
 
@@ -119,11 +123,11 @@ def _batch_over_axis(name: str, default_axis: int | None) -> Callable[..., Any]:
 # entry chosen (ties of maximum/minimum split it in two halves, as PyTorch and JAX do).
 
 
-def _numbers_stay_numbers(np_fn: Callable) -> Callable:
+def _numbers_stay_numbers(np_fn: Fn) -> Fn:
     """``np_fn`` as a forward that gives a Python float for Python-number inputs (the
     scalar engine holds floats) and arrays otherwise."""
 
-    def forward(*xs):
+    def forward(*xs: Any) -> Any:
         out = np_fn(*xs)
         if not any(isinstance(x, np.ndarray) for x in xs):
             return float(out)
@@ -133,14 +137,10 @@ def _numbers_stay_numbers(np_fn: Callable) -> Callable:
     return forward
 
 
-def _chosen(c, x):
-    """``x`` where the condition ``c`` holds, 0 elsewhere (``c`` a constant: its mask)."""
-    return bind(WHERE, constant(c), x, 0.0)
-
-
-def _not_chosen(c, x):
-    """``x`` where the condition ``c`` does not hold, 0 elsewhere."""
-    return bind(WHERE, constant(c), 0.0, x)
+def _chosen(c: Any, x: Any, holds: bool = True) -> Any:
+    """``x`` where the condition ``c`` holds (or, ``holds=False``, does not), 0 elsewhere
+    (``c`` a constant: its mask)."""
+    return bind(WHERE, constant(c), x, 0.0) if holds else bind(WHERE, constant(c), 0.0, x)
 
 
 WHERE: Primitive  # (its rules apply it again: defined just below)
@@ -150,12 +150,12 @@ WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition get
     vjp=(
         lambda g, out, c, a, b: g * 0.0,
         lambda g, out, c, a, b: _chosen(c, g),
-        lambda g, out, c, a, b: _not_chosen(c, g),
+        lambda g, out, c, a, b: _chosen(c, g, holds=False),
     ),
     jvp=(
         lambda t, out, c, a, b: t * 0.0,
         lambda t, out, c, a, b: _chosen(c, t),
-        lambda t, out, c, a, b: _not_chosen(c, t),
+        lambda t, out, c, a, b: _chosen(c, t, holds=False),
     ),
     broadcasts=True,
     linear="rest",
@@ -166,7 +166,7 @@ WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition get
 )
 
 
-def _share(a, b, wins: Callable):
+def _share(a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> Any:
     """The share of the gradient that goes to ``a``: 1 where ``wins(a, b)``, ½ at a tie,
     0 elsewhere (a constant: the choice does not move under a small step)."""
     a, b = constant(a), constant(b)
@@ -177,7 +177,7 @@ def _share(a, b, wins: Callable):
     return share.astype(np.result_type(*dtypes, np.float32))  # float32 stays float32
 
 
-def _extremum(name: str, forward: Callable, wins: Callable, word: str, sign: str) -> Primitive:
+def _extremum(name: str, forward: Fn, wins: Fn, word: str, sign: str) -> Primitive:
     """maximum (wins = >) or minimum (wins = <): the gradient goes to the operand that wins,
     split in halves on a tie (as torch does)."""
     return primitive(
@@ -208,12 +208,14 @@ MINIMUM = _extremum("minimum", np.minimum, operator.lt, "min", "<")  # the small
 ELEMENTWISE: list[Primitive] = []
 
 
-def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **kw) -> Primitive:
+def elementwise(
+    name: str, on_float: Fn, on_array: Fn, vjp: Rule, jvp: Rule, **kw: Any
+) -> Primitive:
     """Register an elementwise primitive: ``on_float`` computes it for a Python number,
     ``on_array`` for a numpy array; ``vjp`` and ``jvp`` are its one rule each. Its batching
     rule comes free: applied to a batch, it applies to every entry of every example."""
 
-    def forward(x):
+    def forward(x: Any) -> Any:
         if type(x) is float or type(x) is int:
             return on_float(x)
         return on_array(x)
@@ -224,7 +226,7 @@ def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **k
     return prim
 
 
-def _stable_sigmoid(x):
+def _stable_sigmoid(x: Any) -> Any:
     """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
     if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
         if x >= 0:
@@ -236,7 +238,7 @@ def _stable_sigmoid(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
 
 
-def _float_log(x):
+def _float_log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
 
 
@@ -333,7 +335,7 @@ SQRT = elementwise(
 )
 
 
-def _sign(x):
+def _sign(x: Any) -> Any:
     """sign(x) as a constant: −1, 0 or 1 (each example's own, in a batch)."""
     c = constant(x)
     batch = isinstance(c, BatchedArray)  # (numpy's sign cannot look inside a batch)
@@ -353,7 +355,7 @@ ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
 # --- reductions and reshaping (tensors) --------------------------------------------------
 
 
-def _kept_dims(r, x_shape, axis, keepdims):
+def _kept_dims(r: Any, x_shape: Shape, axis: Axis, keepdims: bool) -> Any:
     """A reduction's result ``r`` with the axes it removed put back, as size 1."""
     if keepdims or axis is None:
         return r
@@ -361,12 +363,12 @@ def _kept_dims(r, x_shape, axis, keepdims):
     return ops.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(x_shape)))
 
 
-def _expand_reduced(g, x_shape, axis, keepdims):
+def _expand_reduced(g: Any, x_shape: Shape, axis: Axis, keepdims: bool) -> Any:
     """Put back the axes a reduction removed, then broadcast to the input's shape."""
     return broadcast_to(_kept_dims(g, x_shape, axis, keepdims), x_shape)
 
 
-def _count(x_shape, axis) -> int:
+def _count(x_shape: Shape, axis: Axis) -> int:
     if axis is None:
         return int(np.prod(x_shape, dtype=np.int64))
     axes = (axis,) if isinstance(axis, int) else axis
@@ -403,7 +405,7 @@ MEAN = primitive(  # a sum divided by the count of entries summed
 )
 
 
-def _argmax_mask(out, x, axis, keepdims):
+def _argmax_mask(out: Any, x: Any, axis: Axis, keepdims: bool) -> Any:
     """1/k at the k entries equal to the max (ties share the gradient), 0 elsewhere."""
     x = constant(x)
     mask = (x == _kept_dims(constant(out), shape(x), axis, keepdims)).astype(x.dtype)
@@ -431,13 +433,13 @@ MAX = primitive(  # only the largest entry moves the max
 # --- batching rules of the shape ops (vmap; see batch_aligned above) ---------------------
 
 
-def _batch_reshape(args, batched, **params):
+def _batch_reshape(args: Args, batched: Flags, **params: Any) -> Any:
     """Each example reshaped: the batch axis stays in front."""
     (x,) = args
     return bind(RESHAPE, x, shape=(shape(x)[0], *params["shape"]))
 
 
-def _batch_transpose(args, batched, axes=None):
+def _batch_transpose(args: Args, batched: Flags, axes: Shape | None = None) -> Any:
     """Each example's axes permuted: the batch axis stays in front."""
     (x,) = args
     n = len(shape(x)) - 1
@@ -445,7 +447,7 @@ def _batch_transpose(args, batched, axes=None):
     return bind(TRANSPOSE, x, axes=(0, *(a + 1 for a in example)))
 
 
-def _batch_broadcast_to(args, batched, **params):
+def _batch_broadcast_to(args: Args, batched: Flags, **params: Any) -> Any:
     """Each example broadcast: new axes go after the batch axis."""
     (x,) = args
     target = tuple(params["shape"])
@@ -455,11 +457,11 @@ def _batch_broadcast_to(args, batched, **params):
     return bind(BROADCAST_TO, x, shape=(shape(x)[0], *target))
 
 
-def _batch_index(index) -> tuple[tuple, int]:
+def _batch_index(index: Any) -> tuple[tuple[Any, ...], int]:
     """One example's index as an index of the batch (``:`` for the batch axis in front),
     and how many axes numpy puts before the batch axis: when integer-array indices are
     separated by a slice, numpy moves their axes to the front of the result."""
-    parts: list = []
+    parts: list[Any] = []
     for p in index if isinstance(index, tuple) else (index,):
         if isinstance(p, np.ndarray) and p.dtype == bool:
             parts.extend(np.nonzero(p))  # a mask selects as the integer arrays of its True entries
@@ -473,7 +475,7 @@ def _batch_index(index) -> tuple[tuple, int]:
     return (slice(None), *parts), front
 
 
-def _batch_getitem(args, batched, index):
+def _batch_getitem(args: Args, batched: Flags, index: Any) -> Any:
     """Each example indexed alike: ``x[:, index]`` (batch axis put back in front)."""
     (x,) = args
     batch_index, front = _batch_index(index)
@@ -481,7 +483,7 @@ def _batch_getitem(args, batched, index):
     return ops.move_axis(out, front, 0)
 
 
-def _batch_scatter_add(args, batched, index, **params):
+def _batch_scatter_add(args: Args, batched: Flags, index: Any, **params: Any) -> Any:
     """Each example scattered alike into its own zeros: ``out[:, index] += g``."""
     (g,) = args
     size = shape(g)[0]
@@ -490,7 +492,7 @@ def _batch_scatter_add(args, batched, index, **params):
     return bind(SCATTER_ADD, g, index=batch_index, shape=(size, *params["shape"]))
 
 
-def _batch_concatenate(args, batched, axis=0):
+def _batch_concatenate(args: Args, batched: Flags, axis: int = 0) -> Any:
     """Each example joined along ``axis``: along ``axis + 1`` of the batch (inputs shared
     by every example are repeated first)."""
     size = next(shape(a)[0] for a, b in zip(args, batched) if b)
@@ -498,7 +500,7 @@ def _batch_concatenate(args, batched, axis=0):
     return bind(CONCATENATE, *parts, axis=_example_axes(axis, len(shape(parts[0])) - 1))
 
 
-def _batch_matmul(args, batched):
+def _batch_matmul(args: Args, batched: Flags) -> Any:
     """A batch of matrix products is one batched matrix product (numpy's ``@`` treats
     leading axes as a stack). Vectors become 1-row / 1-column matrices first, and their
     extra axis is dropped again after."""
@@ -520,7 +522,7 @@ def _batch_matmul(args, batched):
     return out
 
 
-def _batch_cross_entropy(args, batched, targets):
+def _batch_cross_entropy(args: Args, batched: Flags, targets: Any) -> Any:
     """Each example's loss −mean_n log softmax(z_n)[y_n], for the whole batch at once;
     ``targets`` of shape (batch, N) when the labels differ per example."""
     (z,) = args  # (batch, N, C), or (N, C) shared by every example
@@ -574,10 +576,10 @@ BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies
 )
 
 
-def index_text(index, limit: int = 16) -> str:
+def index_text(index: Any, limit: int = 16) -> str:
     """An index as written in Python: ``0:2``, ``1, ::2``, ``array(5,)`` (shortened)."""
 
-    def one(i) -> str:
+    def one(i: Any) -> str:
         if isinstance(i, slice):
             parts = ["" if v is None else str(v) for v in (i.start, i.stop, i.step)]
             return ":".join(parts[:2] if i.step is None else parts)
@@ -589,7 +591,7 @@ def index_text(index, limit: int = 16) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _scatter_add(g, index, shape):
+def _scatter_add(g: Any, index: Any, shape: Shape) -> Any:
     out = np.zeros(shape, dtype=np.result_type(g))
     np.add.at(out, index, g)  # repeated indices add up, they do not overwrite
     return out
@@ -622,7 +624,7 @@ SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
 )
 
 
-def _concat_vjp_all(g, out, *xs, axis=0):
+def _concat_vjp_all(g: Any, out: Any, *xs: Any, axis: int = 0) -> list[Any]:
     edges = np.cumsum([shape(x)[axis] for x in xs])[:-1]
     pieces, start = [], 0
     for stop in [*edges, shape(out)[axis]]:
@@ -633,7 +635,7 @@ def _concat_vjp_all(g, out, *xs, axis=0):
     return pieces
 
 
-def _concat_jvp_all(tangents, out, *xs, axis=0):
+def _concat_jvp_all(tangents: Args, out: Any, *xs: Any, axis: int = 0) -> Any:
     parts = [t if t is not None else zeros_like(x) for t, x in zip(tangents, xs, strict=True)]
     return bind(CONCATENATE, *parts, axis=axis)
 
@@ -668,13 +670,13 @@ MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched case
 )
 
 
-def _mT(x):
+def _mT(x: Any) -> Any:
     """Swap the last two axes (the matrix transpose of a stack of matrices)."""
     n = len(shape(x))
     return ops.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
-def _matmul_grad_a(g, a, b):
+def _matmul_grad_a(g: Any, a: Any, b: Any) -> Any:
     if a.ndim == 2 and b.ndim == 2:  # the common case: dA = G B^T
         return g @ b.T
     if len(shape(b)) == 1:  # (..., k) @ (k,) -> (...): dA = g[..., None] * b
@@ -684,7 +686,7 @@ def _matmul_grad_a(g, a, b):
     return sum_to(g @ _mT(b), shape(a))
 
 
-def _matmul_grad_b(g, a, b):
+def _matmul_grad_b(g: Any, a: Any, b: Any) -> Any:
     if a.ndim == 2 and b.ndim == 2:  # the common case: dB = A^T G
         return a.T @ g
     if len(shape(a)) == 1 and len(shape(b)) == 1:  # dot product: dB = g a
@@ -721,18 +723,18 @@ LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
 )
 
 
-def _one_hot(targets, num_classes, dtype):
+def _one_hot(targets: Any, num_classes: int, dtype: Any) -> Any:
     eye = np.zeros((len(targets), num_classes), dtype=dtype)
     eye[np.arange(len(targets)), targets] = 1
     return eye
 
 
-def _cross_entropy(logits, targets):
+def _cross_entropy(logits: Any, targets: Any) -> Any:
     logp = ops.log_softmax(logits, -1)
     return -logp[np.arange(len(targets)), targets].sum() / len(targets)
 
 
-def _cross_entropy_vjp(g, out, z, targets):
+def _cross_entropy_vjp(g: Any, out: Any, z: Any, targets: Any) -> Any:
     """dL/dz = g (softmax(z) - onehot(targets)) / N."""
     n, classes = shape(z)
     p = ops.softmax(z, -1)
@@ -777,13 +779,13 @@ ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradien
 )
 
 
-def _dot_vjp_all(g, out, *xs):
+def _dot_vjp_all(g: Any, out: Any, *xs: Any) -> list[Any]:
     n = len(xs) // 2
     ws, vs = xs[:n], xs[n:]
     return [g * v for v in vs] + [g * w for w in ws]
 
 
-def _dot_jvp_all(ts, out, *xs):
+def _dot_jvp_all(ts: Args, out: Any, *xs: Any) -> Any:
     n = len(xs) // 2
     ws, vs, tws, tvs = xs[:n], xs[n:], ts[:n], ts[n:]
     terms = [t * v for t, v in zip(tws, vs) if t is not None]
@@ -803,7 +805,7 @@ DOT = primitive(  # w1*x1 + ... + wn*xn  (inputs: w1..wn, x1..xn):  d/dwi = xi, 
 )
 
 
-def _sum_numbers(xs):
+def _sum_numbers(xs: Iterable[Any]) -> Any:
     total = 0.0
     for x in xs:
         total = total + x
