@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .graph import Node as Node
+from .graph import Node as Node  # (imported from here too)
 from .graph import Traced as Traced
 
 if TYPE_CHECKING:

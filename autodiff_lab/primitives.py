@@ -73,8 +73,7 @@ from .primitive import (
 
 __all__ = [  # the machinery and the arithmetic entries, imported from here too
     "ADD", "SUB", "MUL", "DIV", "NEG", "POW", "POW_CONST", "EVERYWHERE", "PLAIN_TYPES",
-    "PRIMITIVES", "Domain", "Primitive", "bind", "check_domain", "primitive",
-]  # fmt: skip
+    "PRIMITIVES", "Domain", "Primitive", "bind", "check_domain", "primitive"]  # fmt: skip
 
 
 # --- batching (vmap): the helpers the batching rules share ----------------------------------

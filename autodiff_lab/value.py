@@ -57,6 +57,7 @@ from typing import Any
 from . import graph, primitives
 from . import primitive as P
 from .graph import Node
+from .primitive import EVERYWHERE
 
 Operand = Any  # what an operator accepts: a Value, a number, or a tracer (which then drives)
 
@@ -95,17 +96,19 @@ class Value(Node, P.NumberMethods):
     def _apply(cls, fn: P.Primitive, /, *inputs: Any, **params: Any) -> Value:
         """The one way a node is made: ``fn`` applied to ``inputs`` (numbers become
         constant Values), checked against its domain, recorded (not inside ``no_grad()``)."""
+        data = []  # the inputs' numbers, for the forward
         for x in inputs:
-            if not isinstance(x, Value):
-                inputs = tuple(
-                    v if isinstance(v, Value) else Value(_as_number(v, fn.symbol)) for v in inputs
-                )
+            if not isinstance(x, Value):  # numbers become constant Values
+                inputs = tuple([v if isinstance(v, Value) else Value(_as_number(v, fn.symbol))
+                                for v in inputs])  # fmt: skip
+                data = [v.data for v in inputs]
                 break
-        if fn.domain is not P.EVERYWHERE:
+            data.append(x.data)
+        if fn.domain is not EVERYWHERE:
             x = inputs[fn.domain.arg]
             P.check_domain(fn, "Value", x.data, scalar=True, label=x.label)
         out = cls.__new__(cls)
-        out.data = fn.forward(*[x.data for x in inputs], **params)
+        out.data = fn.forward(*data, **params) if params else fn.forward(*data)
         out.grad = 0.0
         out.label = ""
         if graph._GradMode.enabled:
