@@ -30,10 +30,10 @@ from numpy.typing import DTypeLike
 
 from . import ops
 from . import primitives as P
-from .binding import bind
 from .dual import Dual, new_tag
 from .kinds import BatchedArray, Traced, constant
 from .methods import ArrayMethods, _plain_index
+from .primitive import bind
 from .types import Axes, Fn, Index, Operand, Operands, Shape, Tree
 
 
@@ -137,8 +137,7 @@ class Batched(BatchedArray, ArrayMethods):
     def __getitem__(self, index: Index) -> Operand:
         if _holds_batch(index):  # each example has its own index (a class label…)
             return _take_per_example(self, index)
-        # (methods._plain_index has no annotations yet)
-        index = _plain_index(index)  # type: ignore[no-untyped-call]
+        index = _plain_index(index)
         try:
             np.empty(self.shape)[index]  # the check, on one example's shape
         except IndexError as e:

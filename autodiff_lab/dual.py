@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from . import primitives as P
-from .binding import PLAIN_TYPES, bind
 from .kinds import DualNumber, Traced, constant, is_node, stop_gradient, zeros_like
 from .methods import ArrayMethods
+from .primitive import PLAIN_TYPES, bind
 from .types import Operand, Shape
 
 _tags = itertools.count(1)

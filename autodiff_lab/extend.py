@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from . import graph, ops
-from .binding import PRIMITIVES, bind
 from .dual import Dual, new_tag
 from .kinds import (
     Node,
@@ -49,6 +48,7 @@ from .kinds import (
     stop_gradient,  # noqa: F401  (part of this module's API)
     zeros_like,
 )
+from .primitive import PRIMITIVES, bind
 from .primitives import EVERYWHERE, Domain, Primitive
 from .tensor import Tensor, stack
 from .types import Fn, Operand, Operands, Params, Rule, Shape

@@ -1,8 +1,11 @@
-"""The graph core shared by ``Value`` and ``Tensor``: topological order and backpropagation.
+"""The graph core shared by ``Value`` and ``Tensor``: what a node is, grad mode,
+topological order and backpropagation.
 
-Every graph value is a :class:`~autodiff_lab.kinds.Node`: its ``data``, its ``grad``, the
-nodes it was computed from (``_prev``, in argument order), the primitive that computed it
-(``_fn``, None for a leaf) with its parameters (``_ctx``), and ``requires_grad``.
+Every graph value is a :class:`Node`: its ``data``, its ``grad``, the nodes it was computed
+from (``_prev``, in argument order), the primitive that computed it (``_fn``, None for a
+leaf) with its parameters (``_ctx``), and ``requires_grad``. (:class:`Traced` is the base of
+every number that records or carries a derivative; the tracers of the transformations are
+in :mod:`autodiff_lab.kinds`.)
 
 The visualisations walk the graph with the same :func:`topological_order` that
 :func:`backpropagate` runs, so what the widgets show is what ``backward()`` does. What a
@@ -14,11 +17,52 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from operator import attrgetter
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .kinds import Node
+if TYPE_CHECKING:
+    from .primitive import Primitive
+
+
+class Traced:
+    """Base of every number that records or carries a derivative."""
+
+    __slots__ = ()
+
+
+class Node(Traced):
+    """A value in a recorded graph. What the graph core reads:
+
+    - ``data``: what it computed; ``grad``: its accumulated gradient;
+    - ``_prev``: the nodes it was computed from, in argument order;
+    - ``_fn``: the primitive that computed it (None for a leaf) and ``_ctx``: that
+      primitive's keyword parameters (or None);
+    - ``requires_grad``: whether gradients flow into it; ``label``: a name for drawings.
+    """
+
+    __slots__ = ()
+    data: Any
+    grad: Any
+    _prev: tuple[Node, ...]
+    _fn: Primitive | None
+    _ctx: dict[str, Any] | None
+    requires_grad: bool
+    label: str
+
+    @classmethod
+    def _apply(cls, prim: Primitive, /, *inputs: Any, **params: Any) -> Node:
+        """``prim`` applied to ``inputs`` (some of them nodes of this class), recorded."""
+        raise NotImplementedError
+
+    @property
+    def _op(self) -> str:
+        """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
+        return "" if self._fn is None else self._fn.op(self._ctx)
+
+    def detach(self) -> Node:
+        """The same data as a new leaf, cut off from the graph."""
+        raise NotImplementedError
 
 
 class _GradMode:
@@ -96,9 +140,9 @@ def backpropagate(
     *,
     create_graph: bool = False,
     accumulate: bool = True,
-    wanted: Iterable = (),
+    wanted: Iterable[Node] = (),
     trace: BackwardTrace | None = None,
-) -> dict:
+) -> dict[Node, Any]:
     """Run every node's pullback in reverse topological order.
 
     ``seed`` is d root / d root (1 for a scalar). Each node's gradient is complete when
@@ -150,7 +194,7 @@ def backpropagate(
     return found
 
 
-_NO_PARAMS: dict = {}
+_NO_PARAMS: dict[str, Any] = {}
 # (map with attrgetter, not a list comprehension: no function frame per node on Python < 3.12)
 _DATA = attrgetter("data")
 _REQUIRES_GRAD = attrgetter("requires_grad")

@@ -3,8 +3,9 @@
 Every module asks "is this a graph value?" or "is this a dual number?" through these
 types (as minitorch's ``Variable`` protocol), never by probing for attributes.
 
-- :class:`Node` — a value in a recorded graph (:class:`~autodiff_lab.Value`,
-  :class:`~autodiff_lab.Tensor`): reverse mode walks these.
+- :class:`~autodiff_lab.graph.Node` — a value in a recorded graph
+  (:class:`~autodiff_lab.Value`, :class:`~autodiff_lab.Tensor`): reverse mode walks these
+  (defined with the graph core, which reads them; imported from here too).
 - :class:`Tracer` — a value wrapped by one running transformation call, identified by
   its ``tag`` (a newer call has a larger tag):
 
@@ -12,10 +13,10 @@ types (as minitorch's ``Variable`` protocol), never by probing for attributes.
   - :class:`BatchedArray` — a batch of values stacked along axis 0
     (:class:`~autodiff_lab.batching.Batched`): ``vmap``.
 
-All derive from :class:`Traced`; plain floats and numpy arrays are none of them.
+All derive from :class:`~autodiff_lab.graph.Traced`; plain floats and numpy arrays are none of them.
 :func:`stop_gradient` (any of them as a constant) is written on these types alone. A tracer
 is always the outer layer around graph nodes; among tracers, the one with the largest tag
-(the innermost transformation) applies an operation first (:func:`~autodiff_lab.binding.bind`).
+(the innermost transformation) applies an operation first (:func:`~autodiff_lab.primitive.bind`).
 """
 
 from __future__ import annotations
@@ -25,43 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .graph import Node as Node  # (imported from here too)
+from .graph import Traced as Traced
+
 if TYPE_CHECKING:
-    from .primitives import Primitive
-
-
-class Traced:
-    """Base of every number that records or carries a derivative."""
-
-    __slots__ = ()
-
-
-class Node(Traced):
-    """A value in a recorded graph. What the graph core (:mod:`autodiff_lab.graph`) reads:
-
-    - ``data``: what it computed; ``grad``: its accumulated gradient;
-    - ``_prev``: the nodes it was computed from, in argument order;
-    - ``_fn``: the primitive that computed it (None for a leaf) and ``_ctx``: that
-      primitive's keyword parameters (or None);
-    - ``requires_grad``: whether gradients flow into it; ``label``: a name for drawings.
-    """
-
-    __slots__ = ()
-    data: Any
-    grad: Any
-    _prev: tuple[Node, ...]
-    _fn: Primitive | None
-    _ctx: dict | None
-    requires_grad: bool
-    label: str
-
-    @classmethod
-    def _apply(cls, prim: Primitive, /, *inputs: Any, **params: Any) -> Node:
-        """``prim`` applied to ``inputs`` (some of them nodes of this class), recorded."""
-        raise NotImplementedError
-
-    def detach(self) -> Node:
-        """The same data as a new leaf, cut off from the graph."""
-        raise NotImplementedError
+    from .primitive import Primitive
 
 
 class Tracer(Traced):
@@ -100,7 +69,7 @@ class BatchedArray(Tracer):
     val: Any
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[int, ...]:
         """The shape of one example."""
         raise NotImplementedError
 

@@ -28,11 +28,11 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from . import graph
-from .binding import bind
 from .dual import Dual, new_tag
 from .graph import topological_order
 from .kinds import Node, Traced
 from .ops import shape
+from .primitive import bind
 from .primitives import Primitive
 from .tensor import Tensor
 from .types import Fn, Operand, Params, Shape, Tree

@@ -65,7 +65,7 @@ class GraphMemory:
 _UNCOUNTED = (str, int, bool, type(None))  # interned, cached or tiny, shared by all nodes
 
 
-def _bytes(x: Any, seen: set) -> int:
+def _bytes(x: Any, seen: set[int]) -> int:
     """Bytes of ``x`` (recursively for containers) not yet in ``seen`` (ids).
 
     An array view counts its header, and its base's buffer once (the base may be another
@@ -109,7 +109,7 @@ def graph_memory(root: Node) -> GraphMemory:
             f"graph_memory: expected a Value or Tensor (the end of a recorded graph), got "
             f"{type(root).__name__}; forward mode (Dual) and plain numbers keep no graph"
         )
-    seen: set = set()
+    seen: set[int] = set()
     memory = GraphMemory(0, 0, 0, 0, 0)
     for node in topological_order(root):
         op = "leaf" if node._fn is None else node._fn.name

@@ -1,88 +1,28 @@
-"""The methods ``Value``, ``Tensor`` and ``Dual`` share: each one applies one primitive.
+"""The methods the array types share (``Tensor``, ``Dual``, ``vmap``'s batches): each one
+applies one primitive.
 
-``x.exp()``, ``t.sum(axis=0)``, ``a @ b``… are written once here. A class supplies how
-it applies a primitive — ``_apply(fn, *inputs, **params)`` (and ``_unary(fn)`` /
-``_binary(fn, a, b)`` where it has a faster or clearer path) — and inherits the
-rest:
-
-- :class:`FunctionMethods`: one method per elementwise function in the primitive table
-  (``exp``, ``log``, ``tanh``, …), each one line applying its entry;
-- :class:`ArrayMethods`: the operators, reductions and reshaping of arrays (``Tensor``
-  and ``Dual``), with the shape checks that give clear errors.
+``t.sum(axis=0)``, ``a @ b``, ``t.T``… are written once here, in :class:`ArrayMethods`:
+matmul, the reductions and reshaping of arrays, with the shape checks that give clear
+errors. A class supplies how it applies a primitive — ``_apply(fn, *inputs, **params)`` —
+and inherits the rest. The operators and functions every number has (``a * b``,
+``x.exp()``…), ``Value`` too, are :class:`~autodiff_lab.primitive.NumberMethods` (with the
+machinery chapter 03 reads).
 """
 
 from __future__ import annotations
 
-import numbers
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import primitives as P
-from .kinds import Tracer, constant
-
-_Number = TypeVar("_Number", bound="FunctionMethods")  # a method's result: the same kind
-
-
-class FunctionMethods:
-    """``x.exp()``, ``x.log()``… one method per elementwise primitive: each applies its
-    entry of the table with the class's ``_unary`` (tests/test_engine_forward.py checks
-    that every elementwise entry has its method here)."""
-
-    __slots__ = ()
-
-    def _unary(self, fn: P.Primitive) -> Any:
-        return self._apply(fn, self)  # type: ignore[attr-defined]
-
-    def exp(self: _Number) -> _Number:
-        """eˣ of every entry."""
-        return self._unary(P.EXP)
-
-    def log(self: _Number) -> _Number:
-        """The natural logarithm of every entry."""
-        return self._unary(P.LOG)
-
-    def log1p(self: _Number) -> _Number:
-        """log(1 + x) of every entry."""
-        return self._unary(P.LOG1P)
-
-    def tanh(self: _Number) -> _Number:
-        """tanh of every entry."""
-        return self._unary(P.TANH)
-
-    def sigmoid(self: _Number) -> _Number:
-        """σ(x) = 1 / (1 + e⁻ˣ) of every entry."""
-        return self._unary(P.SIGMOID)
-
-    def softplus(self: _Number) -> _Number:
-        """log(1 + eˣ) of every entry."""
-        return self._unary(P.SOFTPLUS)
-
-    def relu(self: _Number) -> _Number:
-        """max(x, 0) of every entry."""
-        return self._unary(P.RELU)
-
-    def sin(self: _Number) -> _Number:
-        """The sine of every entry."""
-        return self._unary(P.SIN)
-
-    def cos(self: _Number) -> _Number:
-        """The cosine of every entry."""
-        return self._unary(P.COS)
-
-    def sqrt(self: _Number) -> _Number:
-        """The square root of every entry."""
-        return self._unary(P.SQRT)
-
-    def abs(self: _Number) -> _Number:
-        """|x| of every entry."""
-        return self._unary(P.ABS)
-
-    __abs__ = abs
+from .kinds import constant
+from .primitive import NumberMethods
+from .types import Shape
 
 
-class ArrayMethods(FunctionMethods):
-    """Operators, reductions and reshaping, shared by ``Tensor`` and ``Dual``."""
+class ArrayMethods(NumberMethods):
+    """Matmul, reductions and reshaping, shared by ``Tensor``, ``Dual`` and ``vmap``'s batches."""
 
     __slots__ = ()
     _apply: Any  # the class's way to apply a primitive (Tensor._apply, Dual._apply)
@@ -90,93 +30,24 @@ class ArrayMethods(FunctionMethods):
     if TYPE_CHECKING:  # provided by Tensor and Dual
 
         @property
-        def shape(self) -> tuple: ...
+        def shape(self) -> Shape: ...
 
         @property
         def ndim(self) -> int: ...
 
-    def _binary(self, fn: P.Primitive, a: Any, b: Any) -> Any:
-        """``fn(a, b)``, one of the two being this array. Dispatched as
-        :func:`~autodiff_lab.primitives.bind` dispatches every primitive: among tracers the
-        newest (largest tag) applies it, whichever side it is on (``y * x`` and ``x * y``
-        alike); with no tracer, this array's class."""
-        other = b if a is self else a
-        if isinstance(other, Tracer) and not isinstance(self, Tracer):
-            return NotImplemented  # a Dual (or vmap batch) is the outer layer: its method drives
-        try:
-            if isinstance(self, Tracer):
-                return P.bind(fn, a, b)
-            return self._apply(fn, a, b)
-        except ValueError as e:
-            if "broadcast" not in str(e):
-                raise
-            raise ValueError(
-                f"{type(self).__name__} {fn.symbol}: shapes {_shape(a)} and "
-                f"{_shape(b)} cannot be broadcast together (numpy rule: align "
-                "shapes from the right; each pair of sizes must be equal or one of them 1)"
-            ) from None
-
-    # --- arithmetic (numpy broadcasting) ---------------------------------------------
-
-    def __add__(self, other: Any) -> Any:
-        return self._binary(P.ADD, self, other)
-
-    def __radd__(self, other: Any) -> Any:
-        return self._binary(P.ADD, other, self)
-
-    def __sub__(self, other: Any) -> Any:
-        return self._binary(P.SUB, self, other)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._binary(P.SUB, other, self)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._binary(P.MUL, self, other)
-
-    def __rmul__(self, other: Any) -> Any:
-        return self._binary(P.MUL, other, self)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._binary(P.DIV, self, other)
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return self._binary(P.DIV, other, self)
-
-    def __pow__(self, other: Any) -> Any:
-        if isinstance(other, numbers.Real):
-            return self._apply(P.POW_CONST, self, exponent=other)
-        return self._binary(P.POW, self, other)
-
-    def __rpow__(self, other: Any) -> Any:
-        return self._binary(P.POW, other, self)
-
-    def __neg__(self) -> Any:
-        return self._apply(P.NEG, self)
-
     def __matmul__(self, other: Any) -> Any:
-        if isinstance(other, Tracer) and not isinstance(self, Tracer):
-            return NotImplemented
-        _check_matmul(type(self).__name__, self.shape, _shape(other))
-        return self._binary(P.MATMUL, self, other)
+        try:
+            return self._binary(P.MATMUL, self, other)
+        except ValueError:  # numpy refused: say which axes do not line up
+            _check_matmul(type(self).__name__, self.shape, _shape(other))
+            raise
 
     def __rmatmul__(self, other: Any) -> Any:
-        _check_matmul(type(self).__name__, _shape(other), self.shape)
-        return self._binary(P.MATMUL, other, self)
-
-    # comparisons give plain booleans (no gradient), for control flow; == stays identity
-    def __lt__(self, other: Any) -> Any:
-        return constant(self) < constant(other)
-
-    def __le__(self, other: Any) -> Any:
-        return constant(self) <= constant(other)
-
-    def __gt__(self, other: Any) -> Any:
-        return constant(self) > constant(other)
-
-    def __ge__(self, other: Any) -> Any:
-        return constant(self) >= constant(other)
-
-    __hash__ = object.__hash__
+        try:
+            return self._binary(P.MATMUL, other, self)
+        except ValueError:
+            _check_matmul(type(self).__name__, _shape(other), self.shape)
+            raise
 
     # --- along an axis ---------------------------------------------------------------
 
@@ -256,11 +127,11 @@ class ArrayMethods(FunctionMethods):
         return self._apply(P.GETITEM, self, index=index)
 
 
-def _shape(x: Any) -> tuple:
-    return x.shape if isinstance(x, ArrayMethods) else np.shape(constant(x))
+def _shape(x: Any) -> Shape:
+    return np.shape(constant(x))  # (a vmap batch gives one example's shape)
 
 
-def _check_matmul(where: str, a: tuple, b: tuple) -> None:
+def _check_matmul(where: str, a: Shape, b: Shape) -> None:
     if not a or not b:
         raise ValueError(f"{where} @: needs at least 1-D operands, got shapes {a} and {b}")
     k_left = a[-1]
@@ -273,7 +144,7 @@ def _check_matmul(where: str, a: tuple, b: tuple) -> None:
         )
 
 
-def _plain_index(index):
+def _plain_index(index: Any) -> Any:
     """Arrays inside an index stay arrays (graph values give their data); lists become
     integer arrays."""
     if isinstance(index, tuple):

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .binding import PRIMITIVES, bind
 from .kinds import Traced
+from .primitive import PRIMITIVES, bind, broadcast_to, shape, sum_to
 
 __all__ = [
     "exp", "log", "log1p", "tanh", "sigmoid", "softplus", "relu", "sin", "cos", "sqrt", "abs",
@@ -98,11 +98,6 @@ def abs(x: Any) -> Any:  # (shadows the builtin inside this module)
 # --- array functions -------------------------------------------------------------------
 
 
-def shape(x: Any) -> tuple:
-    """The shape of an array-like; ``()`` for a Python number."""
-    return x.shape if type(x) is np.ndarray else getattr(x, "shape", ())
-
-
 def sum(
     x: Any,
     axis: Any = None,
@@ -171,35 +166,6 @@ def minimum(a: Any, b: Any) -> Any:
     return bind(PRIMITIVES["minimum"], a, b)
 
 
-def broadcast_to(x: Any, new_shape: Any) -> Any:
-    """Repeat ``x`` along new or size-1 axes to ``new_shape`` (numpy broadcasting)."""
-    if shape(x) == tuple(new_shape):
-        return x
-    if _is_traced(x):
-        return x.broadcast_to(new_shape)
-    return np.broadcast_to(x, new_shape)
-
-
-def sum_to(x: Any, target_shape: Any) -> Any:
-    """Sum ``x`` down to ``target_shape``: the reverse of broadcasting.
-
-    Broadcasting copies a value along the axes it adds or stretches, so the gradient
-    flowing back must *add up* the copies along exactly those axes.
-    """
-    target_shape = tuple(target_shape)
-    x_shape = shape(x)
-    if x_shape == target_shape:
-        return x
-    lead = len(x_shape) - len(target_shape)  # axes broadcasting added in front
-    if lead:
-        x = sum(x, axis=tuple(range(lead)))
-        x_shape = shape(x)
-    if x_shape != target_shape:  # size-1 axes that broadcasting stretched
-        stretched = tuple(i for i, n in enumerate(target_shape) if n == 1 and x_shape[i] != 1)
-        x = sum(x, axis=stretched, keepdims=True)
-    return x
-
-
 def unbroadcast(grad: Any, like: Any) -> Any:
     """Sum ``grad`` back to the shape of ``like`` (a no-op for scalars)."""
     if type(grad) is float:
@@ -207,7 +173,7 @@ def unbroadcast(grad: Any, like: Any) -> Any:
     return sum_to(grad, shape(like))
 
 
-def basis(shape: tuple, dtype: Any = float) -> Iterator[Any]:
+def basis(shape: tuple[int, ...], dtype: Any = float) -> Iterator[Any]:
     """The unit arrays e_0, e_1, … of ``shape``, in C order (the number 1.0 for a scalar)."""
     if not shape:
         yield 1.0

@@ -1,6 +1,8 @@
-"""Every primitive operation, each defined in one place: one entry with all it needs.
+"""The table: the entries of the functions, reductions, shapes, indexing, matmul, softmax
+and the fused loss, each defined in one place with all it needs.
 
-An entry (:class:`Primitive`) holds
+What an entry holds, and how one is applied, is :class:`~autodiff_lab.primitive.Primitive`
+(:mod:`autodiff_lab.primitive`, with the arithmetic entries ``+ - * / **``); in short:
 
 - ``forward(*inputs, **params)``: the value it computes;
 - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``, giving that input's
@@ -15,14 +17,14 @@ An entry (:class:`Primitive`) holds
 - ``batch``: its batching rule, how to apply it to a whole batch at once (``vmap``,
   :mod:`autodiff_lab.batching`).
 
-``Value``, ``Tensor`` and ``Dual`` all compute through this table (``backward()`` through
+``Value``, ``Tensor`` and ``Dual`` all compute through the entries (``backward()`` through
 :meth:`Primitive.pullback`, ``Dual`` through :meth:`Primitive.pushforward`), and so do the
 steppers. Adding an elementwise function means adding one :func:`elementwise` entry here
-and one short definition each in ``ops.py`` (``ops.<name>``) and ``methods.py`` (the method
-of ``Value``, ``Tensor`` and ``Dual``), which a test asks for; it is then a drawable and
-steppable node, and the gradient checks in the tests pick it up from :data:`PRIMITIVES`
-(they fail until its test cases are added). :func:`~autodiff_lab.binding.bind`, which
-applies an entry, and the :data:`PRIMITIVES` registry are in :mod:`autodiff_lab.binding`.
+and one short definition each in ``ops.py`` (``ops.<name>``) and in
+:class:`~autodiff_lab.primitive.FunctionMethods` (the method of ``Value``, ``Tensor`` and
+``Dual``), which a test asks for; it is then a drawable and steppable node, and the
+gradient checks in the tests pick it up from :data:`PRIMITIVES` (they fail until its test
+cases are added). The machinery and the arithmetic entries are imported from here too.
 
 The rules are written with ordinary operators and the generic functions of
 :mod:`autodiff_lab.ops`. On plain numbers they compute numbers; handed graph values (as
@@ -35,236 +37,38 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import ops
-from .binding import PLAIN_TYPES, PRIMITIVES, bind  # noqa: F401  (imported from here too)
 from .kinds import BatchedArray, Traced, constant, zeros_like
-from .ops import broadcast_to, shape, sum_to, unbroadcast
+from .primitive import (
+    ADD,
+    DIV,
+    EVERYWHERE,
+    MUL,
+    NEG,
+    PLAIN_TYPES,
+    POW,
+    POW_CONST,
+    PRIMITIVES,
+    SUB,
+    Domain,
+    Primitive,
+    bind,
+    broadcast_to,
+    check_domain,
+    primitive,
+    shape,
+    sum_to,
+)
+from .types import Args, Axis, Flags, Fn, Rule, Shape
 
-
-class Domain:
-    """Where a primitive is defined, as text for errors and as a check.
-
-    ``outside(x)`` marks the entries where the operation is undefined (every engine
-    raises there). ``edge(x)`` marks entries where an array result is an infinity that
-    numpy allows (``log 0 = -inf``): the scalar engines raise there too, since a scalar
-    at the edge is almost always a bug in the student's function.
-    """
-
-    __slots__ = ("text", "outside", "edge")
-
-    def __init__(self, text: str, outside: Callable | None = None, edge: Callable | None = None):
-        self.text = text
-        self.outside = outside
-        self.edge = edge
-
-    def __repr__(self) -> str:
-        return f"<domain {self.text}>"
-
-
-EVERYWHERE = Domain("every input")  # no check
-
-
-class Primitive:
-    """An operation with everything the package knows about it, in one entry.
-
-    - ``forward(*inputs, **params)``: the value it computes;
-    - ``vjp``: one rule per input, ``rule(g, out, *inputs, **params)``: that input's share
-      of the gradient, the upstream gradient ``g`` times the local derivative (or
-      ``vjp_all(g, out, *inputs, **params)``, all shares at once, for any number of inputs);
-    - ``jvp``: one rule per input, ``rule(t, out, *inputs, **params)``: the output's
-      tangent when that input moves by ``t`` (or ``jvp_all(tangents, out, ...)``);
-    - ``rule``: the local derivative as text (the steppers' explanations);
-    - ``symbol``: micrograd's ``_op`` (``'*'``); ``display``: the text in the drawings'
-      operation circle (``'×'``; ``{name}`` fields are filled from the parameters) and
-      ``notation``: how a node is written as an expression (``infix`` ``a × b``,
-      ``power`` ``a**2``, ``prefix`` ``−a``, ``call`` ``tanh(a)``);
-    - ``domain``: where it is defined (:class:`Domain`);
-    - ``linear``: ``"all"`` (linear in all inputs together: add, sum, reshape…),
-      ``"each"`` (in each input while the others are held constant: mul, matmul),
-      ``"first"`` (in the first only: a / c), ``"rest"`` (in all but the first, which is
-      held constant: where's a and b, its condition fixed) or ``""`` (not linear);
-      ``transposed``: the transposed op as text, for the drawings (``sum`` ->
-      ``"broadcast"``);
-    - ``batch``: ``batch(args, batched, **params)``, the batching rule: ``args[i]`` has a
-      leading batch axis where ``batched[i]`` is True; it returns the result for the
-      whole batch, batch axis first, using only primitives (so it can be traced further);
-      ``"broadcasting"`` for an elementwise op, whose batch axis rides along unchanged;
-      ``batched_params``: the parameters that may differ per example (the rule gets them
-      with the batch axis in front: cross-entropy's labels).
-
-    :meth:`pullback` and :meth:`pushforward` apply the rules; ``backward()``, ``Dual`` and
-    the steppers all go through them. :meth:`transpose` transposes a linear op.
-    """
-
-    __slots__ = (
-        "name", "forward", "vjp", "jvp", "vjp_all", "jvp_all",
-        "rule", "symbol", "display", "notation", "domain", "linear", "transposed", "batch",
-        "batched_params",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        name: str,
-        forward: Callable,
-        vjp: tuple[Callable, ...] | None = None,
-        jvp: tuple[Callable, ...] | None = None,
-        *,
-        rule: str,
-        domain: Domain,
-        symbol: str | None = None,
-        display: str | Callable[[dict], str] | None = None,
-        notation: str = "call",
-        vjp_all: Callable | None = None,
-        jvp_all: Callable | None = None,
-        linear: str = "",
-        transposed: str = "",
-        batch: Callable | str | None = None,
-        batched_params: tuple[str, ...] = (),
-    ):
-        self.name = name
-        self.forward = forward
-        self.vjp: tuple[Callable, ...] = vjp or ()  # one rule per input
-        self.jvp: tuple[Callable, ...] = jvp or ()
-        # Primitives with any number of inputs (concatenate) give all rules at once.
-        self.vjp_all = vjp_all
-        self.jvp_all = jvp_all
-        self.rule = rule
-        self.domain = domain
-        self.symbol = symbol or name
-        self.display = display or self.symbol
-        self.notation = notation
-        self.linear = linear
-        self.transposed = transposed
-        # "broadcasting": elementwise with numpy broadcasting, the batch axis riding along
-        # (applied by autodiff_lab.batching with primitives.batch_aligned)
-        self.batch = batch
-        self.batched_params = batched_params
-
-    def pullback(self, g, out, inputs: Sequence, params: dict, wanted: Sequence[bool]) -> list:
-        """Each input's share of the gradient: ``g · d out / d input_i``.
-
-        ``out`` and ``inputs`` are the node's value and its inputs' values (or the nodes
-        themselves, to record the backward pass as a graph). ``None`` where ``wanted`` is
-        False (an input that needs no gradient: its share is never computed).
-        """
-        if self.vjp_all is not None:
-            shares = list(self.vjp_all(g, out, *inputs, **params))
-            if not all(wanted):
-                for i, want in enumerate(wanted):
-                    if not want:
-                        shares[i] = None
-            return shares
-        shares = []
-        for rule, want in zip(self.vjp, wanted):
-            shares.append(rule(g, out, *inputs, **params) if want else None)
-        return shares
-
-    def pushforward(self, tangents: Sequence, out, inputs: Sequence, params: dict):
-        """The output's tangent: ``Σ_i d out / d input_i · tangent_i``.
-
-        ``tangents[i]`` is None for an input that does not move; the result is None when
-        none moves.
-        """
-        if self.jvp_all is not None:
-            if all(t is None for t in tangents):
-                return None
-            return self.jvp_all(tangents, out, *inputs, **params)
-        total = None
-        for rule, t in zip(self.jvp, tangents):
-            if t is not None:
-                share = rule(t, out, *inputs, **params)
-                total = share if total is None else total + share
-        return total
-
-    def is_linear_in(self, linear: Sequence[bool]) -> bool:
-        """Whether the op is a linear map of the inputs marked True (the rest held fixed)."""
-        if self.linear == "all":
-            return True
-        if self.linear == "each":
-            return sum(linear) == 1
-        if self.linear == "first":
-            return not any(linear[1:])
-        if self.linear == "rest":
-            return not linear[0]
-        return False
-
-    def transpose(self, ct, out, inputs: Sequence, params: dict, linear: Sequence[bool]) -> list:
-        """The transposed map: for ``y = A x`` (``x`` the inputs marked ``linear``, the
-        others constants), each linear input's cotangent ``Aᵀ ct``.
-
-        No new rule is needed: the vjp of a linear map is its transpose
-        (``ctᵀ A = (Aᵀ ct)ᵀ``), so this applies the vjp rules, after checking that the op
-        is linear in those inputs. ``out`` and the linear inputs are only read for their
-        shapes (a transposition never needs their values).
-        """
-        if not self.is_linear_in(linear):
-            marked = [i for i, lin in enumerate(linear) if lin]
-            raise ValueError(
-                f"transpose: {self.name} is not linear in its input(s) {marked} "
-                f"(linear={self.linear!r}); only linear operations can be transposed"
-            )
-        return self.pullback(ct, out, inputs, params, linear)
-
-    def op(self, params: dict | None) -> str:
-        """micrograd's ``_op``: the symbol with its parameters filled in (``'**2'``)."""
-        return self.symbol.format(**params) if params and "{" in self.symbol else self.symbol
-
-    def text(self, params: dict | None) -> str:
-        """The drawings' text for the op with these parameters (``**2``, ``sum(axis=0)``)."""
-        params = params or {}
-        if callable(self.display):
-            return self.display(params)
-        text = self.display.format(**params) if "{" in self.display else self.display
-        shown = {
-            k: v for k, v in params.items() if k in ("axis", "shape", "axes") and v is not None
-        }
-        if shown:
-            text += "(" + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")"
-        return text
-
-    def __repr__(self) -> str:
-        return f"<primitive {self.name}>"
-
-
-def primitive(name: str, forward: Callable, vjp=None, jvp=None, **kw) -> Primitive:
-    """Create a primitive and register it in :data:`PRIMITIVES`."""
-    prim = Primitive(name, forward, vjp, jvp, **kw)
-    PRIMITIVES[name] = prim
-    return prim
-
-
-def check_domain(prim: Primitive, engine: str, x, *, scalar: bool, label: str = "") -> None:
-    """Raise a ValueError naming the op and the first bad entry when ``x`` is outside
-    ``prim``'s domain (``scalar``: the edge counts as outside too, see :class:`Domain`)."""
-    domain = prim.domain
-    if domain.outside is None or isinstance(x, BatchedArray):  # (checked by what holds its arrays)
-        return
-    bad = domain.outside(x)
-    if scalar and domain.edge is not None:
-        bad = bad | domain.edge(x)
-    if not np.any(bad):
-        return
-    name = prim.name
-    if np.ndim(x) == 0:
-        where = f" (label {label!r})" if label else ""
-        raise ValueError(
-            f"{engine} {name}: {name} is defined for {domain.text}, got {float(x)!r}{where}"
-        )
-    first = tuple(int(i) for i in np.argwhere(bad)[0])
-    raise ValueError(
-        f"{engine} {name}: {name} is defined for {domain.text}, but {int(np.sum(bad))} entries "
-        f"of the shape-{np.shape(x)} input are not (first at index {first}: {x[first]!r})"
-    )
-
-
-def _bcast(t, out):
-    """A tangent stretched to the output's shape (broadcasting copies it): also a
-    float's tangent, when the float met an array (``x0 + x`` for ``x`` a number)."""
-    return broadcast_to(t, shape(out))
+__all__ = [  # the machinery and the arithmetic entries, imported from here too
+    "ADD", "SUB", "MUL", "DIV", "NEG", "POW", "POW_CONST", "EVERYWHERE", "PLAIN_TYPES",
+    "PRIMITIVES", "Domain", "Primitive", "bind", "check_domain", "primitive"]  # fmt: skip
 
 
 # --- batching (vmap): the helpers the batching rules share ----------------------------------
@@ -273,7 +77,7 @@ def _bcast(t, out):
 # whole batch's result, batch axis first. It uses primitives only, so it can be traced.
 
 
-def batch_aligned(args: Sequence, batched: Sequence[bool]) -> list:
+def batch_aligned(args: Args, batched: Sequence[bool]) -> list[Any]:
     """Inputs that broadcast together as the examples do: a batched input of fewer axes
     than the widest example gets size-1 axes after its batch axis (numpy aligns shapes from
     the right, so the batch axis must stay in front of every example axis)."""
@@ -287,7 +91,7 @@ def batch_aligned(args: Sequence, batched: Sequence[bool]) -> list:
     return aligned
 
 
-def _example_axes(axis, ndim: int):
+def _example_axes(axis: Axis, ndim: int) -> Axis:
     """Axes of one example (``ndim`` axes) as axes of the batch: one further right
     (``None``, all of them, is ``1 … ndim``)."""
     if axis is None:
@@ -297,151 +101,27 @@ def _example_axes(axis, ndim: int):
     return tuple(a % ndim + 1 for a in axis)
 
 
-def _batch_reduction(name: str):
-    """sum/mean/max over axis a of each example: over axis a + 1 of the batch."""
+def _batch_over_axis(name: str, default_axis: int | None) -> Fn:
+    """sum/mean/max over axis a of each example (softmax, log_softmax along it): over (along)
+    axis a + 1 of the batch; the other parameters (keepdims) as they are."""
 
-    def rule(args, batched, axis=None, keepdims=False):
+    def rule(args: Args, batched: Flags, axis: Axis = default_axis, **params: Any) -> Any:
         (x,) = args
-        axes = _example_axes(axis, len(shape(x)) - 1)
-        return bind(PRIMITIVES[name], x, axis=axes, keepdims=keepdims)
+        return bind(PRIMITIVES[name], x, axis=_example_axes(axis, len(shape(x)) - 1), **params)
 
     return rule
 
-
-def _batch_along_axis(name: str):
-    """softmax/log_softmax along axis a of each example: along axis a + 1 of the batch."""
-
-    def rule(args, batched, axis=-1):
-        (x,) = args
-        return bind(PRIMITIVES[name], x, axis=_example_axes(axis, len(shape(x)) - 1))
-
-    return rule
-
-
-# --- arithmetic -------------------------------------------------------------------------
-
-ADD = primitive(
-    "add",
-    lambda a, b: a + b,
-    vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(g, b)),
-    jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(t, out)),
-    linear="all",
-    transposed="fan-out",
-    batch="broadcasting",
-    rule="d(a + b)/da = 1,  d(a + b)/db = 1",
-    domain=EVERYWHERE,
-    symbol="+",
-    notation="infix",
-)
-SUB = primitive(
-    "sub",
-    lambda a, b: a - b,
-    vjp=(lambda g, out, a, b: unbroadcast(g, a), lambda g, out, a, b: unbroadcast(-g, b)),
-    jvp=(lambda t, out, a, b: _bcast(t, out), lambda t, out, a, b: _bcast(-t, out)),
-    linear="all",
-    transposed="fan-out, −",
-    batch="broadcasting",
-    rule="d(a − b)/da = 1,  d(a − b)/db = −1",
-    domain=EVERYWHERE,
-    symbol="-",
-    display="−",
-    notation="infix",
-)
-MUL = primitive(
-    "mul",
-    lambda a, b: a * b,
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g * b, a),
-        lambda g, out, a, b: unbroadcast(g * a, b),
-    ),
-    jvp=(lambda t, out, a, b: _bcast(t * b, out), lambda t, out, a, b: _bcast(a * t, out)),
-    linear="each",
-    transposed="× c",
-    batch="broadcasting",
-    rule="d(a·b)/da = b,  d(a·b)/db = a",
-    domain=EVERYWHERE,
-    symbol="*",
-    display="×",
-    notation="infix",
-)
-DIV = primitive(
-    "div",
-    lambda a, b: a / b,
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g / b, a),
-        lambda g, out, a, b: unbroadcast(-g * out / b, b),
-    ),
-    jvp=(lambda t, out, a, b: _bcast(t / b, out), lambda t, out, a, b: _bcast(-t * out / b, out)),
-    linear="first",
-    transposed="÷ c",
-    batch="broadcasting",
-    rule="d(a/b)/da = 1/b,  d(a/b)/db = −a/b²",
-    domain=EVERYWHERE,  # division by zero: inf for arrays, ZeroDivisionError for Value
-    symbol="/",
-    display="÷",
-    notation="infix",
-)
-NEG = primitive(
-    "neg",
-    lambda a: -a,
-    vjp=(lambda g, out, a: -g,),
-    jvp=(lambda t, out, a: -t,),
-    linear="all",
-    transposed="−",
-    batch="broadcasting",
-    rule="d(−x)/dx = −1",
-    domain=EVERYWHERE,
-    display="−x",
-    notation="prefix",
-)
-POW = primitive(  # a ** b with both differentiable:  d/da = b a^(b-1),  d/db = a^b log(a)
-    "pow",
-    lambda a, b: a**b,
-    vjp=(
-        lambda g, out, a, b: unbroadcast(g * b * a ** (b - 1), a),
-        lambda g, out, a, b: unbroadcast(g * out * ops.log(a), b),
-    ),
-    jvp=(
-        lambda t, out, a, b: _bcast(t * b * a ** (b - 1), out),
-        lambda t, out, a, b: _bcast(t * out * ops.log(a), out),
-    ),
-    batch="broadcasting",
-    rule="d(aᵇ)/da = b·aᵇ⁻¹,  d(aᵇ)/db = aᵇ·log a",
-    domain=EVERYWHERE,  # a Value exponent needs a positive base: checked by Value
-    symbol="**",
-    notation="infix",
-)
-
-
-def _pow_const_slope(a, exponent):
-    """c a^(c-1); for c = 0 the power is the constant 1, so the slope is 0 (even at a = 0)."""
-    if exponent == 0:  # (a ** -1 would divide by zero at a = 0: higher derivatives of x**2)
-        return 0.0 * a
-    return exponent * a ** (exponent - 1)
-
-
-POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
-    "pow_const",
-    lambda a, exponent: a**exponent,
-    vjp=(lambda g, out, a, exponent: g * _pow_const_slope(a, exponent),),
-    jvp=(lambda t, out, a, exponent: t * _pow_const_slope(a, exponent),),
-    batch="broadcasting",
-    rule="d(xᶜ)/dx = c·xᶜ⁻¹",
-    domain=EVERYWHERE,
-    symbol="**{exponent:g}",
-    notation="power",
-)
 
 # --- choosing entries: where, maximum, minimum ------------------------------------------
 # Each entry of the output is one entry of one input, so the gradient goes back to the
 # entry chosen (ties of maximum/minimum split it in two halves, as PyTorch and JAX do).
 
 
-def _numbers_stay_numbers(np_fn: Callable) -> Callable:
+def _numbers_stay_numbers(np_fn: Fn) -> Fn:
     """``np_fn`` as a forward that gives a Python float for Python-number inputs (the
     scalar engine holds floats) and arrays otherwise."""
 
-    def forward(*xs):
+    def forward(*xs: Any) -> Any:
         out = np_fn(*xs)
         if not any(isinstance(x, np.ndarray) for x in xs):
             return float(out)
@@ -451,14 +131,10 @@ def _numbers_stay_numbers(np_fn: Callable) -> Callable:
     return forward
 
 
-def _chosen(c, x):
-    """``x`` where the condition ``c`` holds, 0 elsewhere (``c`` a constant: its mask)."""
-    return bind(WHERE, constant(c), x, 0.0)
-
-
-def _not_chosen(c, x):
-    """``x`` where the condition ``c`` does not hold, 0 elsewhere."""
-    return bind(WHERE, constant(c), 0.0, x)
+def _chosen(c: Any, x: Any, holds: bool = True) -> Any:
+    """``x`` where the condition ``c`` holds (or, ``holds=False``, does not), 0 elsewhere
+    (``c`` a constant: its mask)."""
+    return bind(WHERE, constant(c), x, 0.0) if holds else bind(WHERE, constant(c), 0.0, x)
 
 
 WHERE: Primitive  # (its rules apply it again: defined just below)
@@ -466,15 +142,16 @@ WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition get
     "where",
     _numbers_stay_numbers(np.where),
     vjp=(
-        lambda g, out, c, a, b: unbroadcast(g * 0.0, c),
-        lambda g, out, c, a, b: unbroadcast(_chosen(c, g), a),
-        lambda g, out, c, a, b: unbroadcast(_not_chosen(c, g), b),
+        lambda g, out, c, a, b: g * 0.0,
+        lambda g, out, c, a, b: _chosen(c, g),
+        lambda g, out, c, a, b: _chosen(c, g, holds=False),
     ),
     jvp=(
-        lambda t, out, c, a, b: _bcast(t * 0.0, out),
-        lambda t, out, c, a, b: _bcast(_chosen(c, t), out),
-        lambda t, out, c, a, b: _bcast(_not_chosen(c, t), out),
+        lambda t, out, c, a, b: t * 0.0,
+        lambda t, out, c, a, b: _chosen(c, t),
+        lambda t, out, c, a, b: _chosen(c, t, holds=False),
     ),
+    broadcasts=True,
     linear="rest",
     transposed="where back (c fixed)",
     batch="broadcasting",
@@ -483,7 +160,7 @@ WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition get
 )
 
 
-def _share(a, b, wins: Callable):
+def _share(a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> Any:
     """The share of the gradient that goes to ``a``: 1 where ``wins(a, b)``, ½ at a tie,
     0 elsewhere (a constant: the choice does not move under a small step)."""
     a, b = constant(a), constant(b)
@@ -494,21 +171,22 @@ def _share(a, b, wins: Callable):
     return share.astype(np.result_type(*dtypes, np.float32))  # float32 stays float32
 
 
-def _extremum(name: str, forward: Callable, wins: Callable, word: str, sign: str) -> Primitive:
+def _extremum(name: str, forward: Fn, wins: Fn, word: str, sign: str) -> Primitive:
     """maximum (wins = >) or minimum (wins = <): the gradient goes to the operand that wins,
     split in halves on a tie (as torch does)."""
     return primitive(
         name,
         _numbers_stay_numbers(forward),
         vjp=(
-            lambda g, out, a, b: unbroadcast(g * _share(a, b, wins), a),
-            lambda g, out, a, b: unbroadcast(g * _share(b, a, wins), b),
+            lambda g, out, a, b: g * _share(a, b, wins),
+            lambda g, out, a, b: g * _share(b, a, wins),
         ),
         jvp=(
-            lambda t, out, a, b: _bcast(t * _share(a, b, wins), out),
-            lambda t, out, a, b: _bcast(t * _share(b, a, wins), out),
+            lambda t, out, a, b: t * _share(a, b, wins),
+            lambda t, out, a, b: t * _share(b, a, wins),
         ),
         batch="broadcasting",
+        broadcasts=True,
         rule=f"d {word}(a, b)/da = 1 where a {sign} b, ½ where a = b, else 0 (and alike for b)",
         domain=EVERYWHERE,
     )
@@ -524,12 +202,14 @@ MINIMUM = _extremum("minimum", np.minimum, operator.lt, "min", "<")  # the small
 ELEMENTWISE: list[Primitive] = []
 
 
-def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **kw) -> Primitive:
+def elementwise(
+    name: str, on_float: Fn, on_array: Fn, vjp: Rule, jvp: Rule, **kw: Any
+) -> Primitive:
     """Register an elementwise primitive: ``on_float`` computes it for a Python number,
     ``on_array`` for a numpy array; ``vjp`` and ``jvp`` are its one rule each. Its batching
     rule comes free: applied to a batch, it applies to every entry of every example."""
 
-    def forward(x):
+    def forward(x: Any) -> Any:
         if type(x) is float or type(x) is int:
             return on_float(x)
         return on_array(x)
@@ -540,7 +220,7 @@ def elementwise(name: str, on_float: Callable, on_array: Callable, vjp, jvp, **k
     return prim
 
 
-def _stable_sigmoid(x):
+def _stable_sigmoid(x: Any) -> Any:
     """sigmoid(x) = 1 / (1 + e^-x), computed without overflow for large |x|."""
     if type(x) is float or type(x) is int:  # not numpy scalars: they stay numpy
         if x >= 0:
@@ -552,7 +232,7 @@ def _stable_sigmoid(x):
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
 
 
-def _float_log(x):
+def _float_log(x: float) -> float:
     return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
 
 
@@ -649,7 +329,7 @@ SQRT = elementwise(
 )
 
 
-def _sign(x):
+def _sign(x: Any) -> Any:
     """sign(x) as a constant: −1, 0 or 1 (each example's own, in a batch)."""
     c = constant(x)
     batch = isinstance(c, BatchedArray)  # (numpy's sign cannot look inside a batch)
@@ -669,18 +349,20 @@ ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
 # --- reductions and reshaping (tensors) --------------------------------------------------
 
 
-def _expand_reduced(g, x_shape, axis, keepdims):
+def _kept_dims(r: Any, x_shape: Shape, axis: Axis, keepdims: bool) -> Any:
+    """A reduction's result ``r`` with the axes it removed put back, as size 1."""
+    if keepdims or axis is None:
+        return r
+    axes = {a % len(x_shape) for a in ((axis,) if isinstance(axis, int) else axis)}
+    return ops.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(x_shape)))
+
+
+def _expand_reduced(g: Any, x_shape: Shape, axis: Axis, keepdims: bool) -> Any:
     """Put back the axes a reduction removed, then broadcast to the input's shape."""
-    if not keepdims and axis is not None:
-        axes = (axis,) if isinstance(axis, int) else axis
-        kept = list(shape(g))
-        for a in sorted(ax % len(x_shape) for ax in axes):
-            kept.insert(a, 1)
-        g = ops.reshape(g, tuple(kept))
-    return broadcast_to(g, x_shape)
+    return broadcast_to(_kept_dims(g, x_shape, axis, keepdims), x_shape)
 
 
-def _count(x_shape, axis) -> int:
+def _count(x_shape: Shape, axis: Axis) -> int:
     if axis is None:
         return int(np.prod(x_shape, dtype=np.int64))
     axes = (axis,) if isinstance(axis, int) else axis
@@ -696,7 +378,7 @@ SUM = primitive(  # every input entry contributes once: the gradient is copied b
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
     linear="all",
     transposed="broadcast",
-    batch=_batch_reduction("sum"),
+    batch=_batch_over_axis("sum", None),
     rule="every entry of the input contributes once: the gradient is copied back",
     domain=EVERYWHERE,
 )
@@ -711,19 +393,16 @@ MEAN = primitive(  # a sum divided by the count of entries summed
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
     linear="all",
     transposed="broadcast ÷ n",
-    batch=_batch_reduction("mean"),
+    batch=_batch_over_axis("mean", None),
     rule="like sum, divided by the number of entries averaged",
     domain=EVERYWHERE,
 )
 
 
-def _argmax_mask(out, x, axis, keepdims):
+def _argmax_mask(out: Any, x: Any, axis: Axis, keepdims: bool) -> Any:
     """1/k at the k entries equal to the max (ties share the gradient), 0 elsewhere."""
-    x, out = constant(x), constant(out)
-    if not keepdims and axis is not None:  # put the reduced axes back, as size 1
-        axes = {a % len(shape(x)) for a in ((axis,) if isinstance(axis, int) else axis)}
-        out = ops.reshape(out, tuple(1 if i in axes else n for i, n in enumerate(shape(x))))
-    mask = (x == out).astype(x.dtype)
+    x = constant(x)
+    mask = (x == _kept_dims(constant(out), shape(x), axis, keepdims)).astype(x.dtype)
     return mask / ops.sum(mask, axis, keepdims=True)
 
 
@@ -740,7 +419,7 @@ MAX = primitive(  # only the largest entry moves the max
             t * _argmax_mask(out, x, axis, keepdims), axis, keepdims
         ),
     ),
-    batch=_batch_reduction("max"),
+    batch=_batch_over_axis("max", None),
     rule="only the largest entry moves the max: it gets the whole gradient",
     domain=EVERYWHERE,
 )
@@ -748,13 +427,13 @@ MAX = primitive(  # only the largest entry moves the max
 # --- batching rules of the shape ops (vmap; see batch_aligned above) ---------------------
 
 
-def _batch_reshape(args, batched, **params):
+def _batch_reshape(args: Args, batched: Flags, **params: Any) -> Any:
     """Each example reshaped: the batch axis stays in front."""
     (x,) = args
     return bind(RESHAPE, x, shape=(shape(x)[0], *params["shape"]))
 
 
-def _batch_transpose(args, batched, axes=None):
+def _batch_transpose(args: Args, batched: Flags, axes: Shape | None = None) -> Any:
     """Each example's axes permuted: the batch axis stays in front."""
     (x,) = args
     n = len(shape(x)) - 1
@@ -762,7 +441,7 @@ def _batch_transpose(args, batched, axes=None):
     return bind(TRANSPOSE, x, axes=(0, *(a + 1 for a in example)))
 
 
-def _batch_broadcast_to(args, batched, **params):
+def _batch_broadcast_to(args: Args, batched: Flags, **params: Any) -> Any:
     """Each example broadcast: new axes go after the batch axis."""
     (x,) = args
     target = tuple(params["shape"])
@@ -772,11 +451,11 @@ def _batch_broadcast_to(args, batched, **params):
     return bind(BROADCAST_TO, x, shape=(shape(x)[0], *target))
 
 
-def _batch_index(index) -> tuple[tuple, int]:
+def _batch_index(index: Any) -> tuple[tuple[Any, ...], int]:
     """One example's index as an index of the batch (``:`` for the batch axis in front),
     and how many axes numpy puts before the batch axis: when integer-array indices are
     separated by a slice, numpy moves their axes to the front of the result."""
-    parts: list = []
+    parts: list[Any] = []
     for p in index if isinstance(index, tuple) else (index,):
         if isinstance(p, np.ndarray) and p.dtype == bool:
             parts.extend(np.nonzero(p))  # a mask selects as the integer arrays of its True entries
@@ -790,7 +469,7 @@ def _batch_index(index) -> tuple[tuple, int]:
     return (slice(None), *parts), front
 
 
-def _batch_getitem(args, batched, index):
+def _batch_getitem(args: Args, batched: Flags, index: Any) -> Any:
     """Each example indexed alike: ``x[:, index]`` (batch axis put back in front)."""
     (x,) = args
     batch_index, front = _batch_index(index)
@@ -798,7 +477,7 @@ def _batch_getitem(args, batched, index):
     return ops.move_axis(out, front, 0)
 
 
-def _batch_scatter_add(args, batched, index, **params):
+def _batch_scatter_add(args: Args, batched: Flags, index: Any, **params: Any) -> Any:
     """Each example scattered alike into its own zeros: ``out[:, index] += g``."""
     (g,) = args
     size = shape(g)[0]
@@ -807,7 +486,7 @@ def _batch_scatter_add(args, batched, index, **params):
     return bind(SCATTER_ADD, g, index=batch_index, shape=(size, *params["shape"]))
 
 
-def _batch_concatenate(args, batched, axis=0):
+def _batch_concatenate(args: Args, batched: Flags, axis: int = 0) -> Any:
     """Each example joined along ``axis``: along ``axis + 1`` of the batch (inputs shared
     by every example are repeated first)."""
     size = next(shape(a)[0] for a, b in zip(args, batched) if b)
@@ -815,7 +494,7 @@ def _batch_concatenate(args, batched, axis=0):
     return bind(CONCATENATE, *parts, axis=_example_axes(axis, len(shape(parts[0])) - 1))
 
 
-def _batch_matmul(args, batched):
+def _batch_matmul(args: Args, batched: Flags) -> Any:
     """A batch of matrix products is one batched matrix product (numpy's ``@`` treats
     leading axes as a stack). Vectors become 1-row / 1-column matrices first, and their
     extra axis is dropped again after."""
@@ -837,7 +516,7 @@ def _batch_matmul(args, batched):
     return out
 
 
-def _batch_cross_entropy(args, batched, targets):
+def _batch_cross_entropy(args: Args, batched: Flags, targets: Any) -> Any:
     """Each example's loss −mean_n log softmax(z_n)[y_n], for the whole batch at once;
     ``targets`` of shape (batch, N) when the labels differ per example."""
     (z,) = args  # (batch, N, C), or (N, C) shared by every example
@@ -891,10 +570,10 @@ BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies
 )
 
 
-def index_text(index, limit: int = 16) -> str:
+def index_text(index: Any, limit: int = 16) -> str:
     """An index as written in Python: ``0:2``, ``1, ::2``, ``array(5,)`` (shortened)."""
 
-    def one(i) -> str:
+    def one(i: Any) -> str:
         if isinstance(i, slice):
             parts = ["" if v is None else str(v) for v in (i.start, i.stop, i.step)]
             return ":".join(parts[:2] if i.step is None else parts)
@@ -906,7 +585,7 @@ def index_text(index, limit: int = 16) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _scatter_add(g, index, shape):
+def _scatter_add(g: Any, index: Any, shape: Shape) -> Any:
     out = np.zeros(shape, dtype=np.result_type(g))
     np.add.at(out, index, g)  # repeated indices add up, they do not overwrite
     return out
@@ -939,7 +618,7 @@ SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
 )
 
 
-def _concat_vjp_all(g, out, *xs, axis=0):
+def _concat_vjp_all(g: Any, out: Any, *xs: Any, axis: int = 0) -> list[Any]:
     edges = np.cumsum([shape(x)[axis] for x in xs])[:-1]
     pieces, start = [], 0
     for stop in [*edges, shape(out)[axis]]:
@@ -950,7 +629,7 @@ def _concat_vjp_all(g, out, *xs, axis=0):
     return pieces
 
 
-def _concat_jvp_all(tangents, out, *xs, axis=0):
+def _concat_jvp_all(tangents: Args, out: Any, *xs: Any, axis: int = 0) -> Any:
     parts = [t if t is not None else zeros_like(x) for t, x in zip(tangents, xs, strict=True)]
     return bind(CONCATENATE, *parts, axis=axis)
 
@@ -985,13 +664,13 @@ MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched case
 )
 
 
-def _mT(x):
+def _mT(x: Any) -> Any:
     """Swap the last two axes (the matrix transpose of a stack of matrices)."""
     n = len(shape(x))
     return ops.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
 
 
-def _matmul_grad_a(g, a, b):
+def _matmul_grad_a(g: Any, a: Any, b: Any) -> Any:
     if a.ndim == 2 and b.ndim == 2:  # the common case: dA = G B^T
         return g @ b.T
     if len(shape(b)) == 1:  # (..., k) @ (k,) -> (...): dA = g[..., None] * b
@@ -1001,7 +680,7 @@ def _matmul_grad_a(g, a, b):
     return sum_to(g @ _mT(b), shape(a))
 
 
-def _matmul_grad_b(g, a, b):
+def _matmul_grad_b(g: Any, a: Any, b: Any) -> Any:
     if a.ndim == 2 and b.ndim == 2:  # the common case: dB = A^T G
         return a.T @ g
     if len(shape(a)) == 1 and len(shape(b)) == 1:  # dot product: dB = g a
@@ -1023,7 +702,7 @@ SOFTMAX = primitive(  # J^T g = s * (g - <g, s>) along the axis
     lambda x, axis=-1: ops.softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: out * (g - ops.sum(g * out, axis, keepdims=True)),),
     jvp=(lambda t, out, x, axis=-1: out * (t - ops.sum(t * out, axis, keepdims=True)),),
-    batch=_batch_along_axis("softmax"),
+    batch=_batch_over_axis("softmax", -1),
     rule="Jᵀg = s ⊙ (g − ⟨g, s⟩)",
     domain=EVERYWHERE,
 )
@@ -1032,24 +711,24 @@ LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
     lambda x, axis=-1: ops.log_softmax(x, axis),
     vjp=(lambda g, out, x, axis=-1: g - ops.exp(out) * ops.sum(g, axis, keepdims=True),),
     jvp=(lambda t, out, x, axis=-1: t - ops.sum(ops.exp(out) * t, axis, keepdims=True),),
-    batch=_batch_along_axis("log_softmax"),
+    batch=_batch_over_axis("log_softmax", -1),
     rule="Jᵀg = g − softmax · Σg",
     domain=EVERYWHERE,
 )
 
 
-def _one_hot(targets, num_classes, dtype):
+def _one_hot(targets: Any, num_classes: int, dtype: Any) -> Any:
     eye = np.zeros((len(targets), num_classes), dtype=dtype)
     eye[np.arange(len(targets)), targets] = 1
     return eye
 
 
-def _cross_entropy(logits, targets):
+def _cross_entropy(logits: Any, targets: Any) -> Any:
     logp = ops.log_softmax(logits, -1)
     return -logp[np.arange(len(targets)), targets].sum() / len(targets)
 
 
-def _cross_entropy_vjp(g, out, z, targets):
+def _cross_entropy_vjp(g: Any, out: Any, z: Any, targets: Any) -> Any:
     """dL/dz = g (softmax(z) - onehot(targets)) / N."""
     n, classes = shape(z)
     p = ops.softmax(z, -1)
@@ -1094,13 +773,13 @@ ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradien
 )
 
 
-def _dot_vjp_all(g, out, *xs):
+def _dot_vjp_all(g: Any, out: Any, *xs: Any) -> list[Any]:
     n = len(xs) // 2
     ws, vs = xs[:n], xs[n:]
     return [g * v for v in vs] + [g * w for w in ws]
 
 
-def _dot_jvp_all(ts, out, *xs):
+def _dot_jvp_all(ts: Args, out: Any, *xs: Any) -> Any:
     n = len(xs) // 2
     ws, vs, tws, tvs = xs[:n], xs[n:], ts[:n], ts[n:]
     terms = [t * v for t, v in zip(tws, vs) if t is not None]
@@ -1120,7 +799,7 @@ DOT = primitive(  # w1*x1 + ... + wn*xn  (inputs: w1..wn, x1..xn):  d/dwi = xi, 
 )
 
 
-def _sum_numbers(xs):
+def _sum_numbers(xs: Iterable[Any]) -> Any:
     total = 0.0
     for x in xs:
         total = total + x

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .binding import bind
 from .dual import Dual
 from .graph import topological_order
 from .kinds import BatchedArray, Node, is_node
+from .primitive import bind
 from .types import Operand, Tree
 
 

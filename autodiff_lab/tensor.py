@@ -16,17 +16,21 @@ from __future__ import annotations
 
 import numbers
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from . import graph
 from . import primitives as P
 from .kinds import BatchedArray, Node, Traced, constant, data_of, is_tracer
 from .methods import ArrayMethods
+from .types import Shape
+
+Array = npt.NDArray[Any]  # a Tensor's data: a numpy array (float32 or float64)
 
 
-def _to_array(data, dtype, where: str) -> np.ndarray:
+def _to_array(data: Any, dtype: Any, where: str) -> Array:
     """Validate and convert user data: numeric, rectangular; ints become float64."""
     if isinstance(data, Tensor):
         data = data.data
@@ -50,6 +54,7 @@ class Tensor(Node, ArrayMethods):
     """An n-dimensional array in a recorded computation."""
 
     __slots__ = ("data", "grad", "requires_grad", "_prev", "_fn", "_ctx", "label")
+    data: Array
     __array_ufunc__ = None  # ndarray + Tensor defers to Tensor.__radd__
 
     def __init__(
@@ -79,9 +84,18 @@ class Tensor(Node, ArrayMethods):
                 )
                 break
         if fn.domain.outside is not None:
-            P.check_domain(fn, "Tensor", inputs[0].data, scalar=False)
+            P.check_domain(fn, "Tensor", inputs[fn.domain.arg].data, scalar=False)
         out = cls.__new__(cls)
-        out.data = fn.forward(*map(_DATA, inputs), **params)
+        try:
+            out.data = fn.forward(*map(_DATA, inputs), **params)
+        except ValueError as e:
+            if "broadcast" not in str(e):
+                raise
+            shapes = " and ".join(str(x.shape) for x in inputs)
+            raise ValueError(
+                f"Tensor {fn.symbol}: shapes {shapes} cannot be broadcast together (numpy rule: "
+                "align shapes from the right; each pair of sizes must be equal or one of them 1)"
+            ) from None
         if type(out.data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
             if isinstance(out.data, Traced):
                 raise TypeError(
@@ -104,7 +118,7 @@ class Tensor(Node, ArrayMethods):
     # --- array facts -------------------------------------------------------------------
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> Shape:
         return self.data.shape
 
     @property
@@ -116,12 +130,8 @@ class Tensor(Node, ArrayMethods):
         return self.data.size
 
     @property
-    def dtype(self) -> np.dtype:
+    def dtype(self) -> np.dtype[Any]:
         return self.data.dtype
-
-    @property
-    def _op(self) -> str:
-        return "" if self._fn is None else self._fn.op(self._ctx)
 
     def __len__(self) -> int:
         return len(self.data)
@@ -129,9 +139,9 @@ class Tensor(Node, ArrayMethods):
     def item(self) -> float:
         if self.size != 1:
             raise ValueError(f"Tensor.item: needs exactly one entry, got shape {self.shape}")
-        return self.data.item()
+        return float(self.data.item())
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self) -> Array:
         return self.data
 
     # --- operators, functions, reductions, reshaping: shared with Dual (methods.py) ------
@@ -184,7 +194,7 @@ class Tensor(Node, ArrayMethods):
 _DATA = attrgetter("data")
 
 
-def _constant(x, like: Tensor, fn) -> Tensor:
+def _constant(x: Any, like: Tensor, fn: P.Primitive) -> Tensor:
     """A non-Tensor operand as a constant Tensor (Python numbers take ``like``'s dtype)."""
     if isinstance(x, bool | numbers.Number):
         return Tensor(np.asarray(x, dtype=like.dtype))
@@ -196,21 +206,26 @@ def _constant(x, like: Tensor, fn) -> Tensor:
         ) from None
 
 
-def concatenate(tensors: Any, axis: int = 0) -> Tensor:
+def _joinable(tensors: Any, where: str) -> list[Any]:
+    """What concatenate and stack join: with a ``Dual`` or a vmap batch among the entries (the
+    outer layer), the other entries as arrays; else every entry as a Tensor."""
+    if any(is_tracer(t) for t in tensors):
+        return [t if isinstance(t, Traced) else _to_array(t, None, where) for t in tensors]
+    return [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+
+
+def concatenate(tensors: Any, axis: int = 0) -> ArrayMethods:
     """Join tensors along an existing axis; backward hands each its slice of the gradient.
 
     Forward-mode ``Dual`` arrays can be joined too (their tangents are joined alike).
     """
-    if any(is_tracer(t) for t in tensors):  # Duals (and vmap batches) are the outer layer
-        parts = [t if isinstance(t, Traced) else _to_array(t, None, "concatenate") for t in tensors]
-        _check_concatenate([np.shape(constant(t)) for t in parts], axis)
-        return P.bind(P.CONCATENATE, *parts, axis=axis)
-    tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
-    _check_concatenate([t.shape for t in tensors], axis)
-    return Tensor._apply(P.CONCATENATE, *tensors, axis=axis)
+    parts = _joinable(tensors, "concatenate")
+    _check_concatenate([np.shape(constant(t)) for t in parts], axis)
+    joined: ArrayMethods = P.bind(P.CONCATENATE, *parts, axis=axis)
+    return joined
 
 
-def _check_concatenate(shapes: list, axis: int):
+def _check_concatenate(shapes: list[Shape], axis: int) -> None:
     if not shapes:
         raise ValueError("concatenate: needs at least one tensor")
     ref = shapes[0]
@@ -223,12 +238,9 @@ def _check_concatenate(shapes: list, axis: int):
             raise ValueError(f"concatenate: shapes {shapes} must match except along axis {axis}")
 
 
-def stack(tensors: Any, axis: int = 0) -> Tensor:
+def stack(tensors: Any, axis: int = 0) -> ArrayMethods:
     """Join same-shape tensors along a new axis (each gets a size-1 axis, then concatenate)."""
-    if any(is_tracer(t) for t in tensors):  # forward mode, vmap: constants stay arrays
-        tensors = [t if isinstance(t, Traced) else _to_array(t, None, "stack") for t in tensors]
-    else:
-        tensors = [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
+    tensors = _joinable(tensors, "stack")
     if len({t.shape for t in tensors}) > 1:
         raise ValueError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
     ndim = len(tensors[0].shape) + 1
@@ -237,7 +249,7 @@ def stack(tensors: Any, axis: int = 0) -> Tensor:
     return concatenate(expanded, axis=axis)
 
 
-def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
+def cross_entropy(logits: Tensor, targets: Any) -> ArrayMethods:
     """Mean over the batch of -log softmax(logits)[target], fused and stable.
 
     ``logits`` has shape (N, C); ``targets`` holds N class indices in [0, C).
@@ -252,8 +264,8 @@ def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
                 f"cross_entropy: targets must be {logits.shape[0]} integer class indices per "
                 f"example, got shape {targets.shape}"
             )
-        batch: Any = type(targets)._apply(P.CROSS_ENTROPY, logits, targets=targets)
-        return batch  # (its batching rule computed it)
+        batch = type(targets)._apply(P.CROSS_ENTROPY, logits, targets=targets)  # (its rule)
+        return cast(ArrayMethods, batch)  # (a vmap batch: an ArrayMethods)
     targets = np.asarray(data_of(targets))
     if targets.shape != (logits.shape[0],) or targets.dtype.kind not in "iu":
         raise ValueError(
@@ -265,7 +277,8 @@ def cross_entropy(logits: Tensor, targets: Any) -> Tensor:
             f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got {targets.min()}"
         )
     try:
-        return P.bind(P.CROSS_ENTROPY, logits, targets=targets)  # Dual, else Tensor
+        loss: ArrayMethods = P.bind(P.CROSS_ENTROPY, logits, targets=targets)  # Dual or Tensor
+        return loss
     except IndexError:  # a target >= number of classes
         raise ValueError(
             f"cross_entropy: targets must lie in [0, {logits.shape[1]}), got values up to "

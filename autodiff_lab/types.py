@@ -3,7 +3,7 @@
 The engine computes with five kinds of number at once — a Python float, a numpy array, a
 graph value (``Value``, ``Tensor``), a dual number, a ``vmap`` batch — and every one of them
 takes every operator with every other (``Dual.__rmul__`` for ``ndarray * Dual``, ``Tensor``
-beside a float…). Who computes is decided at run time, by :func:`~autodiff_lab.binding.bind`;
+beside a float…). Who computes is decided at run time, by :func:`~autodiff_lab.primitive.bind`;
 a union of the five would make mypy ask for an ``isinstance`` at each operator the engine
 never needs. So :data:`Operand` is ``Any`` to mypy, and the name says what it holds. The
 kinds themselves (``Node``, ``Tracer``…) are the classes of :mod:`autodiff_lab.kinds`.
@@ -32,6 +32,14 @@ Pullback: TypeAlias = Callable[[Any], tuple[Any, ...]]
 Rule: TypeAlias = Callable[..., Any]
 #: A primitive's keyword parameters (``axis=0``, ``shape=(2, 3)``…), as a node keeps them.
 Params: TypeAlias = dict[str, Any]
+#: ``x -> True`` (or a boolean array) where ``x`` is outside a primitive's domain.
+Mask: TypeAlias = Callable[[Any], Any]
+#: The inputs of a rule: numbers, arrays or traced values.
+Args: TypeAlias = Sequence[Any]
+#: One flag per input of an op: wanted? batched? linear?
+Flags: TypeAlias = Sequence[bool]
+#: The axis (axes) of a reduction; None: all of them.
+Axis: TypeAlias = int | tuple[int, ...] | None
 #: The shape of an array, or of one example of a ``vmap`` batch.
 Shape: TypeAlias = tuple[int, ...]
 #: ``vmap``'s ``in_axes``/``out_axes``: an axis, None (not batched), or one entry per argument.

@@ -7,24 +7,23 @@ resolved. ``from . import ops`` is an edge to ``autodiff_lab.ops``; a name that 
 module (``from .kinds import Node``) is an edge to the module that holds it. Not edges:
 the package ``__init__`` that Python runs before any of its submodules (it is the public
 face: it imports everything), and imports under ``if TYPE_CHECKING:`` (annotations only,
-never run: ``kinds.Node`` names ``Primitive`` as the type of ``_fn``, ``binding.bind`` as
-the type of what it applies).
+never run: ``graph.Node`` names ``Primitive`` as the type of ``_fn``).
 
 The engine's layers, lowest first (:data:`ENGINE_LAYERS`); a module imports only modules
 of lower layers (and of its own layer, when the two are not a cycle):
 
 0. ``types`` — the names of what the signatures pass around (``Operand``, ``Fn``…);
-1. ``kinds`` — what a graph node, a tracer, a dual number and a batch are;
-2. ``binding`` — ``bind``, which applies an entry, and the registry of entries;
-3. ``ops`` — the math functions of every kind of number (each applies its entry by name);
-4. ``primitives`` — the :class:`Primitive` class and the entries, whose rules are written
-   with ``ops``;
-5. ``graph``, ``methods`` — the graph core; the methods every number type shares;
-6. ``value``, ``tensor``, ``dual`` — the three kinds of number; ``memory`` — what a
-   graph keeps alive;
-7. ``tangents``, ``batching``, ``extend`` — replay, vmap's batches, user rules;
-8. ``linear`` — linearize's graph of linear operations;
-9. ``functional`` — the transformations.
+1. ``graph`` — the graph core: what a node is, grad mode, topological order, backpropagate;
+2. ``kinds`` — what a tracer, a dual number and a batch are;
+3. ``primitive`` — the :class:`Primitive` class, ``bind`` (which applies an entry), the
+   registry, the arithmetic entries and the elementwise methods;
+4. ``ops`` — the math functions of every kind of number (each applies its entry by name);
+5. ``primitives`` — the other entries, whose rules are written with ``ops``;
+6. ``methods``, ``memory`` — the methods the array types share; what a graph keeps alive;
+7. ``value``, ``tensor``, ``dual`` — the three kinds of number;
+8. ``tangents``, ``batching``, ``extend`` — replay, vmap's batches, user rules;
+9. ``linear`` — linearize's graph of linear operations;
+10. ``functional`` — the transformations.
 
 Everything else (nn, optim, data, viz, grading, the command line…) sits above the engine;
 among those modules only cycles are refused.
@@ -41,12 +40,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "autodiff_lab"
 
 ENGINE_LAYERS: list[tuple[str, ...]] = [
     ("types",),
+    ("graph",),
     ("kinds",),
-    ("binding",),
+    ("primitive",),
     ("ops",),
     ("primitives",),
-    ("graph", "methods"),
-    ("value", "tensor", "dual", "memory"),
+    ("methods", "memory"),
+    ("value", "tensor", "dual"),
     ("tangents", "batching", "extend"),
     ("linear",),
     ("functional",),
@@ -151,7 +151,7 @@ def _cycles() -> list[list[str]]:
 def test_the_graph_is_read():
     """The parser sees what is there: known imports at the top and inside functions."""
     assert len(MODULES) > 40
-    assert "autodiff_lab.kinds" in GRAPH["autodiff_lab.graph"]  # a top-level import
+    assert "autodiff_lab.graph" in GRAPH["autodiff_lab.kinds"]  # a top-level import
     assert "autodiff_lab.primitives" in GRAPH["autodiff_lab.value"]  # `from . import primitives`
     assert "autodiff_lab.viz.render" in GRAPH["autodiff_lab.progress"]  # inside a function
 
