@@ -11,8 +11,8 @@ Chapter 02 (notebooks/02_reverse_mode.ipynb): its timing plots are excluded from
 The predicted growth between the two sizes compared is about 16x; the claims ask for 3x.
 Chapter 00 ("Cost proportional to the program"): value and derivative by reverse mode cost a
 roughly constant multiple (about 3) of the recorded forward pass as the program grows 64-fold;
-against the plain float function the multiple is ten to fifty, rising over the first sizes and
-then levelling off.
+against the plain float function it is about an order of magnitude (the chapter's stored run:
+11-24x).
 
 Timings use CPU time of this process (``process_time``), the best of a few runs, with the
 garbage collector paused. The programs timed are checked for correctness, and their operation
