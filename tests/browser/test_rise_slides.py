@@ -118,8 +118,11 @@ def lecture(browser, jupyter_server, console_gate):
         box = slideshow.locator(".reveal").first.bounding_box()
         assert [round(box[k]) for k in ("x", "y", "width", "height")] == [0, 0, *PROJECTOR]
         assert lab.locator("iframe[src*='/rise/']").count() == 0
-        # a live widget has buttons; a dead one only its stored picture (.autodiff-lab-static)
-        live = slideshow.locator(".reveal .jp-OutputArea-output .widget-button")
+        # a live widget has controls (buttons, sliders: 07.1's explorer has only a slider); a
+        # dead one only its stored picture (.autodiff-lab-static)
+        live = slideshow.locator(
+            ".reveal .jp-OutputArea-output :is(.widget-button, .widget-slider)"
+        )
         live.first.wait_for(state="attached", timeout=60_000)
         return slideshow
 
