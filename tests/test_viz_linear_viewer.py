@@ -134,6 +134,23 @@ def test_toggle_switches_direction_and_the_readout_follows():
     assert "fan-out" in html and "<svg" in html and 'role="img"' in html
 
 
+def test_fold_table_puts_the_same_table_under_one_closed_line():
+    """For a slide (chapter 08): the table folded in a closed <details>, the same rows in it,
+    in the live panel and the static fallback alike, after a new tangent too."""
+    open_viewer = LinearizeViewer(f, X, Y, tangents=(TX, TY))
+    folded = LinearizeViewer(f, X, Y, tangents=(TX, TY), fold_table=True)
+    assert "<details" not in open_viewer.html.value
+    table = re.search(r"<table.*</table>", open_viewer.html.value).group(0)
+    for viewer_html in (folded.html.value, folded._repr_mimebundle_()["text/html"]):
+        details = re.search(r"<details[^>]*>(.*)</details>", viewer_html).group(1)
+        assert " open" not in re.search(r"<details[^>]*>", viewer_html).group(0)
+        assert details.startswith("<summary>the tangent at every node, as a table</summary>")
+        assert table in details
+    folded.direction.value = "vjp"
+    folded.tangent.value = 1  # only y moves: linearized again, still folded
+    assert "<summary>the cotangent at every node, as a table</summary>" in folded.html.value
+
+
 def test_static_fallback_is_the_current_panel_as_an_image():
     viewer = LinearizeViewer(f, X, Y)
     viewer.direction.value = "vjp"

@@ -345,7 +345,9 @@ class LinearizeViewer(widgets.VBox):
     its transpose, the share of the cotangent on each edge). A menu picks the tangent
     pushed forward: the one given, or one primal moving alone (ones in it, zeros in the
     others: that column block of J). Below the picture a table lists every node's value.
-    ``large``: lecture fonts. Drive it from Python too::
+    ``large``: lecture fonts. ``fold_table``: the table folded under one line (a closed
+    ``<details>``, opened by a click or Enter), so the picture and its sentence fit a
+    1280×720 slide. Drive it from Python too::
 
         viewer.direction.value = "vjp"
         viewer.tangent.value = 1   # only the second primal moves
@@ -360,8 +362,10 @@ class LinearizeViewer(widgets.VBox):
         cotangent: Any = None,
         names: Sequence[str] | None = None,
         large: bool = False,
+        fold_table: bool = False,
     ):
         self.view = LinearView(f, primals, tangents=tangents, cotangent=cotangent, names=names)
+        self.fold_table = fold_table
         self._given = self.view.tangents
         self.large = large
         given = ", ".join(_text(t) for t in self._given)
@@ -433,7 +437,11 @@ class LinearizeViewer(widgets.VBox):
         )
         caption = f"<caption>{what} at every node of the linear graph</caption>"
         style = "border-collapse:collapse;margin:6px 0"
-        return f'<table style="{style}">{caption}<tr>{head}</tr>{body}</table>'
+        table = f'<table style="{style}">{caption}<tr>{head}</tr>{body}</table>'
+        if self.fold_table:
+            summary = f"<summary>the {what} at every node, as a table</summary>"
+            return f'<details style="margin:6px 0">{summary}{table}</details>'
+        return table
 
     def svg(self, direction: str) -> str:
         """The picture in ``direction`` as SVG, with its text alternative."""
