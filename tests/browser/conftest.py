@@ -214,9 +214,10 @@ THIRD_PARTY_CONSOLE_ERRORS = [
     # kernel as soon as it is checked), JupyterLab logs this from its own core bundle — or,
     # when the session it asks about has no kernel any more, "Kernel name is not defined"
     # (once in chapter 03's walk on 2026-12-02; the notebook had run and rendered, and the
-    # course does not use the debugger).
+    # course does not use the debugger) — or "A kernel is required to send debug messages"
+    # (once in exercises/02's walk, stop 32: every cell had run, its checks were shown).
     (r"Could not restore the debugger state: (Canceled future for debug_request"
-     r"|Kernel name is not defined)",
+     r"|Kernel name is not defined|A kernel is required to send debug messages)",
      r"/static/lab/jlab_core\."),
     # JupyterLab 4.6's Notebook._ensureFocus (its own core bundle, the whole stack) handles an
     # activate-request that reaches a notebook after it was closed — closed with JupyterLab's
