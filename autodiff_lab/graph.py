@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -180,21 +179,18 @@ def backpropagate(
         if create_graph:
             out, inputs = node, parents
         else:
-            out, inputs = node.data, list(map(_DATA, parents))
+            out, inputs = node.data, [parent.data for parent in parents]
         params = node._ctx or _NO_PARAMS  # the primitive's keyword parameters (axis=...)
-        shares = fn.pullback(g, out, inputs, params, list(map(_REQUIRES_GRAD, parents)))
-        for position, share in enumerate(shares):
-            if share is None:
-                continue
-            parent = parents[position]
-            received = pending.get(parent)
-            pending[parent] = total = share if received is None else received + share
-            if trace is not None:
-                trace.share(node, position, share, received, total)
+        shares = fn.pullback(g, out, inputs, params, [p.requires_grad for p in parents])
+        position = 0
+        for parent, share in zip(parents, shares):
+            if share is not None:
+                received = pending.get(parent)
+                pending[parent] = total = share if received is None else received + share
+                if trace is not None:
+                    trace.share(node, position, share, received, total)
+            position += 1
     return found
 
 
 _NO_PARAMS: dict[str, Any] = {}
-# (map with attrgetter, not a list comprehension: no function frame per node on Python < 3.12)
-_DATA = attrgetter("data")
-_REQUIRES_GRAD = attrgetter("requires_grad")
