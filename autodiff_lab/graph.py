@@ -14,7 +14,7 @@ graph keeps alive in memory is counted in :mod:`autodiff_lab.memory`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -175,13 +175,18 @@ def backpropagate(
         if fn is None:  # a leaf: nothing further back
             continue
         parents = node._prev
-        inputs: Sequence[Any]
-        if create_graph:
-            out, inputs = node, parents
+        # The inputs' values and whether each wants a gradient, spelled out for two inputs
+        # (most nodes): a list comprehension is a function call (before Python 3.12), a
+        # fifth of the time a scalar node takes here.
+        if len(parents) == 2:
+            a, b = parents
+            values, wanted_by = [a.data, b.data], [a.requires_grad, b.requires_grad]
         else:
-            out, inputs = node.data, [parent.data for parent in parents]
-        params = node._ctx or _NO_PARAMS  # the primitive's keyword parameters (axis=...)
-        shares = fn.pullback(g, out, inputs, params, [p.requires_grad for p in parents])
+            values = [parent.data for parent in parents]
+            wanted_by = [parent.requires_grad for parent in parents]
+        out, inputs = (node, parents) if create_graph else (node.data, values)
+        # (node._ctx: the primitive's keyword parameters, axis=...)
+        shares = fn.pullback(g, out, inputs, node._ctx or _NO_PARAMS, wanted_by)
         position = 0
         for parent, share in zip(parents, shares):
             if share is not None:
