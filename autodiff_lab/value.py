@@ -120,8 +120,9 @@ class Value(Node, P.NumberMethods):
         # would cost about as much as the whole operation.
         if len(inputs) == 2 and not params:
             out.data = fn.forward(inputs[0].data, inputs[1].data)
-        elif len(inputs) == 1 and not params:
-            out.data = fn.forward(inputs[0].data)
+        elif len(inputs) == 1:  # (x ** 2 has a parameter, the exponent)
+            number = inputs[0].data
+            out.data = fn.forward(number, **params) if params else fn.forward(number)
         else:
             out.data = fn.forward(*[x.data for x in inputs], **params)
         out.grad = 0.0
