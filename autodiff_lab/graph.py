@@ -182,8 +182,7 @@ def backpropagate(
             a, b = parents
             values, wanted_by = [a.data, b.data], [a.requires_grad, b.requires_grad]
         else:
-            values = [parent.data for parent in parents]
-            wanted_by = [parent.requires_grad for parent in parents]
+            values, wanted_by = [p.data for p in parents], [p.requires_grad for p in parents]
         out, inputs = (node, parents) if create_graph else (node.data, values)
         # (node._ctx: the primitive's keyword parameters, axis=...)
         shares = fn.pullback(g, out, inputs, node._ctx or _NO_PARAMS, wanted_by)
