@@ -156,14 +156,18 @@ class Primitive:
                 if not want:
                     shares[i] = None
             return shares
-        shares = []
-        for rule, want in zip(self.vjp, wanted):
-            if not want:
-                shares.append(None)
-            elif params:
-                shares.append(rule(g, out, *inputs, **params))
-            else:  # (the same call: without parameters, a third faster)
-                shares.append(rule(g, out, *inputs))
+        vjp = self.vjp
+        # The calls are spelled out for one and two inputs without parameters (most nodes):
+        # a call with ``*inputs`` costs about three times as much as one that lists them.
+        if len(inputs) == 2 and not params:
+            a, b = inputs
+            shares = [vjp[0](g, out, a, b) if wanted[0] else None,
+                      vjp[1](g, out, a, b) if wanted[1] else None]  # fmt: skip
+        elif len(inputs) == 1 and not params:
+            shares = [vjp[0](g, out, inputs[0]) if wanted[0] else None]
+        else:
+            shares = [rule(g, out, *inputs, **params) if want else None
+                      for rule, want in zip(vjp, wanted)]  # fmt: skip
         if self.broadcasts and type(g) is not float:  # the copies broadcasting made add up
             for i, (share, x) in enumerate(zip(shares, inputs)):
                 if share is not None and shape(share) != shape(x):
@@ -291,20 +295,14 @@ def bind(prim: Primitive, *inputs: Any, **params: Any) -> Any:
         if type(x) in PLAIN_TYPES:
             continue
         if isinstance(x, Tracer):
-            if len(inputs) > 1:
-                x = _newest_tracer(inputs)
+            if len(inputs) > 1:  # the newest transformation call's tracer: the largest tag
+                x = max([v for v in inputs if isinstance(v, Tracer)], key=lambda v: v.tag)
             return type(x)._apply(prim, *inputs, **params)
         if node is None and isinstance(x, Node):
             node = x
     if node is not None:
         return type(node)._apply(prim, *inputs, **params)
     return prim.forward(*inputs, **params)
-
-
-def _newest_tracer(inputs: Sequence[Any]) -> Tracer:
-    """The tracer with the largest tag (of the innermost transformation)."""
-    tracers = [x for x in inputs if isinstance(x, Tracer)]
-    return max(tracers, key=lambda x: x.tag)
 
 
 # never graph values: constants wherever they meet a traced value (np.bool_ too: a mask
@@ -487,17 +485,17 @@ class NumberMethods:
     has its method here). Comparisons compare the numbers inside (plain booleans)."""
 
     __slots__ = ()
+    _apply: Callable[..., Any]  # the class's way to apply a primitive (Value._apply…)
 
     def _binary(self, fn: Primitive, a: Any, b: Any) -> Any:
         """``fn(a, b)``, one of the two being ``self``. Dispatched as :func:`bind` dispatches
         every primitive: among tracers the newest (largest tag) applies it, whichever side it
         is on (``y * x`` and ``x * y`` alike); with no tracer, this number's class."""
-        other = b if a is self else a
-        if isinstance(other, Tracer) and not isinstance(self, Tracer):
-            return NotImplemented  # a Dual (or vmap batch) is the outer layer: its method drives
         if isinstance(self, Tracer):
             return bind(fn, a, b)
-        return self._apply(fn, a, b)  # type: ignore[attr-defined]
+        if isinstance(b if a is self else a, Tracer):
+            return NotImplemented  # a Dual (or vmap batch) is the outer layer: its method drives
+        return self._apply(fn, a, b)
 
     def __add__(self, other: Any) -> Any:
         return self._binary(ADD, self, other)
@@ -524,62 +522,60 @@ class NumberMethods:
         return self._binary(DIV, other, self)
 
     def __pow__(self, other: Any) -> Any:
-        if isinstance(other, numbers.Real):  # a constant exponent
-            return self._apply(POW_CONST, self, exponent=other)  # type: ignore[attr-defined]
+        # a constant exponent (float and int tested first: quicker than the abstract class)
+        if type(other) is float or type(other) is int or isinstance(other, numbers.Real):
+            return self._apply(POW_CONST, self, exponent=other)
         return self._binary(POW, self, other)  # a traced exponent is differentiated too
 
     def __rpow__(self, other: Any) -> Any:
         return self._binary(POW, other, self)
 
     def __neg__(self: _Number) -> _Number:
-        return self._apply(NEG, self)  # type: ignore[attr-defined, no-any-return]
-
-    def _unary(self: _Number, name: str) -> _Number:
-        return self._apply(PRIMITIVES[name], self)  # type: ignore[attr-defined, no-any-return]
+        return self._apply(NEG, self)  # type: ignore[no-any-return]
 
     def exp(self: _Number) -> _Number:
         """eˣ of every entry."""
-        return self._unary("exp")
+        return self._apply(PRIMITIVES["exp"], self)  # type: ignore[no-any-return]
 
     def log(self: _Number) -> _Number:
         """The natural logarithm of every entry."""
-        return self._unary("log")
+        return self._apply(PRIMITIVES["log"], self)  # type: ignore[no-any-return]
 
     def log1p(self: _Number) -> _Number:
         """log(1 + x) of every entry."""
-        return self._unary("log1p")
+        return self._apply(PRIMITIVES["log1p"], self)  # type: ignore[no-any-return]
 
     def tanh(self: _Number) -> _Number:
         """tanh of every entry."""
-        return self._unary("tanh")
+        return self._apply(PRIMITIVES["tanh"], self)  # type: ignore[no-any-return]
 
     def sigmoid(self: _Number) -> _Number:
         """σ(x) = 1 / (1 + e⁻ˣ) of every entry."""
-        return self._unary("sigmoid")
+        return self._apply(PRIMITIVES["sigmoid"], self)  # type: ignore[no-any-return]
 
     def softplus(self: _Number) -> _Number:
         """log(1 + eˣ) of every entry."""
-        return self._unary("softplus")
+        return self._apply(PRIMITIVES["softplus"], self)  # type: ignore[no-any-return]
 
     def relu(self: _Number) -> _Number:
         """max(x, 0) of every entry."""
-        return self._unary("relu")
+        return self._apply(PRIMITIVES["relu"], self)  # type: ignore[no-any-return]
 
     def sin(self: _Number) -> _Number:
         """The sine of every entry."""
-        return self._unary("sin")
+        return self._apply(PRIMITIVES["sin"], self)  # type: ignore[no-any-return]
 
     def cos(self: _Number) -> _Number:
         """The cosine of every entry."""
-        return self._unary("cos")
+        return self._apply(PRIMITIVES["cos"], self)  # type: ignore[no-any-return]
 
     def sqrt(self: _Number) -> _Number:
         """The square root of every entry."""
-        return self._unary("sqrt")
+        return self._apply(PRIMITIVES["sqrt"], self)  # type: ignore[no-any-return]
 
     def abs(self: _Number) -> _Number:
         """|x| of every entry."""
-        return self._unary("abs")
+        return self._apply(PRIMITIVES["abs"], self)  # type: ignore[no-any-return]
 
     __abs__ = abs
 

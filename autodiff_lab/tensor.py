@@ -243,8 +243,7 @@ def stack(tensors: Any, axis: int = 0) -> ArrayMethods:
     tensors = _joinable(tensors, "stack")
     if len({t.shape for t in tensors}) > 1:
         raise ValueError(f"stack: all shapes must be equal, got {[t.shape for t in tensors]}")
-    ndim = len(tensors[0].shape) + 1
-    axis = axis % ndim
+    axis = axis % (len(tensors[0].shape) + 1)  # (the result has one more axis)
     expanded = [t.reshape(t.shape[:axis] + (1,) + t.shape[axis:]) for t in tensors]
     return concatenate(expanded, axis=axis)
 

@@ -65,6 +65,8 @@ Operand = Any  # what an operator accepts: a Value, a number, or a tracer (which
 
 def _as_number(x: Any, op: str) -> float:
     """A Python float from an int/float/numpy scalar, or a clear TypeError."""
+    if type(x) is float or type(x) is int:  # (the usual cases, tested first: quicker)
+        return float(x)
     if isinstance(x, numbers.Real):
         return float(x)
     shape = getattr(x, "shape", None)
@@ -75,6 +77,14 @@ def _as_number(x: Any, op: str) -> float:
         f"Value {op}: expected a number (int or float) or a Value, got {what}. "
         "Use Tensor for arrays."
     )
+
+
+def _constant(x: Any, fn: P.Primitive) -> Value:
+    """A number met by ``fn`` as a constant Value (``a * 3``: the 3)."""
+    out = Value.__new__(Value)  # (no constructor call: a constant is made per operation)
+    out.data, out.grad, out.label = _as_number(x, fn.symbol), 0.0, ""
+    out._prev, out._fn, out._ctx = (), None, None
+    return out
 
 
 class Value(Node, P.NumberMethods):
@@ -97,19 +107,24 @@ class Value(Node, P.NumberMethods):
     def _apply(cls, fn: P.Primitive, /, *inputs: Any, **params: Any) -> Value:
         """The one way a node is made: ``fn`` applied to ``inputs`` (numbers become
         constant Values), checked against its domain, recorded (not inside ``no_grad()``)."""
-        data = []  # the inputs' numbers, for the forward
         for x in inputs:
-            if not isinstance(x, Value):  # numbers become constant Values
-                inputs = tuple([v if isinstance(v, Value) else Value(_as_number(v, fn.symbol))
-                                for v in inputs])  # fmt: skip
-                data = [v.data for v in inputs]
+            if type(x) is not Value:  # numbers become constant Values
+                inputs = tuple([v if isinstance(v, Value) else _constant(v, fn) for v in inputs])
                 break
-            data.append(x.data)
         if fn.domain is not EVERYWHERE:
             x = inputs[fn.domain.arg]
             P.check_domain(fn, "Value", x.data, scalar=True, label=x.label)
         out = cls.__new__(cls)
-        out.data = fn.forward(*data, **params) if params else fn.forward(*data)
+        # The forward on the inputs' numbers. Most operations have one or two inputs and no
+        # parameters: those calls are spelled out, since building a list of the numbers
+        # would cost about as much as the whole operation.
+        if len(inputs) == 2 and not params:
+            out.data = fn.forward(inputs[0].data, inputs[1].data)
+        elif len(inputs) == 1:  # (x ** 2 has a parameter, the exponent)
+            number = inputs[0].data
+            out.data = fn.forward(number, **params) if params else fn.forward(number)
+        else:
+            out.data = fn.forward(*[x.data for x in inputs], **params)
         out.grad = 0.0
         out.label = ""
         if graph._GradMode.enabled:
