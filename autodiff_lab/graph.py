@@ -99,28 +99,34 @@ def topological_order(root: Node) -> list[Node]:
     """All nodes ``root`` depends on, each listed after every node it was computed from.
 
     Depth-first search with an explicit stack (no recursion, so a chain of a million
-    operations is fine). A node is *expanded* the first time it reaches the top of the
-    stack (its parents are pushed above it) and *placed* in the order the second time,
-    when all its parents have been placed. Parents are visited in ``_prev`` order, so
-    the order is the same every run, and the same as the recursive version's.
+    operations is fine). The first time a node is popped it is *visited*: a leaf is placed
+    in the order at once; a node with parents goes back on the stack under a marker, its
+    parents above it. When the marker comes off, every parent has been placed: the node
+    under it is placed next. A node popped again after its visit is skipped. Parents are
+    visited in ``_prev`` order, so the order is the same every run, and the same as the
+    recursive version's.
     """
     order = []
-    expanded = set()  # nodes whose parents have been pushed
-    placed = set()  # nodes already in `order`
+    visited = set()
+    marker = _PARENTS_PLACED
     stack = [root]
     while stack:
-        node = stack[-1]
-        if node in expanded:  # back on top: every parent is placed
-            stack.pop()
-            if node not in placed:  # (it may have been pushed twice)
-                placed.add(node)
+        node = stack.pop()
+        if node is marker:  # the node under the marker is ready
+            order.append(stack.pop())
+        elif node not in visited:
+            visited.add(node)
+            parents = node._prev
+            if parents:
+                stack.append(node)
+                stack.append(marker)
+                stack.extend(reversed(parents))  # reversed: the first parent is done first
+            else:
                 order.append(node)
-        else:
-            expanded.add(node)
-            for parent in reversed(node._prev):  # reversed: the first parent is done first
-                if parent not in expanded:
-                    stack.append(parent)
     return order
+
+
+_PARENTS_PLACED = Node()  # the marker topological_order pushes over a node it has visited
 
 
 class BackwardTrace(Protocol):
@@ -175,25 +181,22 @@ def backpropagate(
         if fn is None:  # a leaf: nothing further back
             continue
         parents = node._prev
-        # The inputs' values and whether each wants a gradient, spelled out for two inputs
-        # (most nodes): a list comprehension is a function call (before Python 3.12), a
-        # fifth of the time a scalar node takes here.
-        if len(parents) == 2:
+        # The rules see the values (or, to record the backward pass as a graph, the nodes
+        # themselves); node._ctx holds the primitive's keyword parameters (axis=...).
+        if len(parents) == 2:  # (most nodes: spelled out, quicker than a comprehension)
             a, b = parents
             values, wanted_by = [a.data, b.data], [a.requires_grad, b.requires_grad]
         else:
             values, wanted_by = [p.data for p in parents], [p.requires_grad for p in parents]
         out, inputs = (node, parents) if create_graph else (node.data, values)
-        # (node._ctx: the primitive's keyword parameters, axis=...)
         shares = fn.pullback(g, out, inputs, node._ctx or _NO_PARAMS, wanted_by)
-        position = 0
-        for parent, share in zip(parents, shares):
+        for position, share in enumerate(shares):
             if share is not None:
+                parent = parents[position]
                 received = pending.get(parent)
                 pending[parent] = total = share if received is None else received + share
                 if trace is not None:
                     trace.share(node, position, share, received, total)
-            position += 1
     return found
 
 

@@ -169,9 +169,9 @@ class Primitive:
             shares = [rule(g, out, *inputs, **params) if want else None
                       for rule, want in zip(vjp, wanted)]  # fmt: skip
         if self.broadcasts and type(g) is not float:  # the copies broadcasting made add up
-            for i, (share, x) in enumerate(zip(shares, inputs)):
-                if share is not None and shape(share) != shape(x):
-                    shares[i] = sum_to(share, shape(x))
+            for i, share in enumerate(shares):
+                if share is not None and shape(share) != shape(inputs[i]):
+                    shares[i] = sum_to(share, shape(inputs[i]))
         return shares
 
     def pushforward(
