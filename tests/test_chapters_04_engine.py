@@ -14,6 +14,7 @@ in the file it names) and that the printed numbers do not hang on round-off.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 from pathlib import Path
@@ -25,6 +26,7 @@ from nbclient import NotebookClient
 from notebook_helpers import cell_source, markdown_text, nbval_sanitized, notebook_cells, printed
 
 import autodiff_lab
+from autodiff_lab import optional
 
 ROOT = Path(__file__).resolve().parent.parent
 CH04_1 = ROOT / "notebooks" / "04_1_tensor_engine.ipynb"
@@ -534,27 +536,26 @@ def test_training_claims_hold_and_are_robust():
 
 
 def test_comparison_verdicts_are_all_true_and_the_torch_result_is_labelled():
-    """The package side runs without PyTorch (no torch in its cell); the PyTorch cell's
-    committed verdicts are the ones the labelled fragment after it states."""
+    """The package side runs without PyTorch (no torch in its cell); the PyTorch cell ends
+    ``else: show_committed_result(NOTEBOOK, CELL_ID)`` with its own notebook and id, as
+    chapter 03's do, so without PyTorch it prints its committed verdicts, labelled as
+    stored; no Markdown restates them."""
     verdict = "gradients equal: True; 500 losses within 1e-9: True"
     package = _cell("at_start = [Tensor(a) for a in init]")
     assert "torch" not in cell_source(package)
     assert printed(package) == f"autodiff_lab vs ours: {verdict}\n"
     torch_cell = _cell("torch = import_torch()")
-    assert printed(torch_cell) == (
-        f"PyTorch vs ours: {verdict}\nunbroadcast == torch's sum_to_size on 4 pairs: True\n"
-    )
-    cells = notebook_cells(CH04_2)
-    at = next(i for i, c in enumerate(cells) if cell_source(c) == cell_source(torch_cell))
-    after = cells[at + 1]
-    label = " ".join(cell_source(after).split())
-    assert label.startswith("**Without PyTorch** the cell above prints only how to install it.")
-    for shown in (
-        "Its committed result",
-        "the gradients equal to ours, every one of the 500 losses equal to ours within $10^{-9}$",
-        "`unbroadcast` equal to PyTorch's `Tensor.sum_to_size` on 4 shape pairs",
-    ):
-        assert shown in label, shown
+    source = cell_source(torch_cell)
+    want = f"PyTorch vs ours: {verdict}\nunbroadcast == torch's sum_to_size on 4 pairs: True\n"
+    assert printed(torch_cell) == want
+    # the 4 it prints as a literal is the number of shape pairs its loop compares
+    pairs = re.search(r"for small, big in (\[.*?\]):", source, re.S).group(1)
+    assert len(ast.literal_eval(pairs)) == 4
+    call = f'show_committed_result("{CH04_2.stem}", "{torch_cell["id"]}")'
+    assert source.endswith(f"\nelse:\n    {call}"), source[-120:]
+    # what a learner without PyTorch is shown: the verdicts above, read from the course
+    assert optional.committed_output(CH04_2.stem, torch_cell["id"]) == want
+    assert "Without PyTorch**" not in markdown_text(CH04_2)
     assert "STEPS, LR = 500, 0.5" in cell_source(_cell("X_train, y_train = make_moons("))
 
 
