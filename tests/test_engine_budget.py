@@ -19,7 +19,7 @@ explanations, and they should not be what a budget pushes out).
 function runs during those four statements, and the files of ``Value``'s base classes.
 
 The reading path is issue 27's aim: at most 3 files (``value.py``, ``primitive.py``,
-``graph.py``) and about 700 lines (measured 2 December 2026: 580; before issue 27's
+``graph.py``) and about 700 lines (measured 2 December 2026: 581; before issue 27's
 split: 6 files, 1,448 lines). The engine's budget is its measured size, rounded up: 3,308
 lines once every engine module passes ``mypy --strict`` (before issue 27: 3,261 untyped; the
 annotations, ``types.py`` and signatures that no longer fit on one line cost more than the
@@ -45,7 +45,7 @@ ENGINE = [PACKAGE / f"{name}.py" for name in CORE + TRANSFORMATIONS]
 
 ENGINE_BUDGET = 3_310  # lines (measured: 3,308, strictly typed) — a ceiling to lower
 READING_PATH_FILES = 3  # files (measured: 3) — issue 27's aim
-READING_PATH_BUDGET = 700  # lines (measured: 580) — issue 27's aim: about 700
+READING_PATH_BUDGET = 700  # lines (measured: 581) — issue 27's aim: about 700
 
 CODE_TOKENS = {tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING}
 if sys.version_info >= (3, 12):  # f-strings are tokenized in pieces there
