@@ -29,6 +29,15 @@ def _weights(n_in, n_hidden, n_out, seed=0):
     ]
 
 
+def _case(n_in, n_hidden, n_out, batch):
+    """A case's batch (float32 inputs, integer labels), numpy's weights and ours (the same)."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, n_in)).astype(np.float32)
+    y = rng.integers(0, n_out, batch)
+    ours = [Tensor(w, requires_grad=True) for w in _weights(n_in, n_hidden, n_out)]
+    return x, y, _weights(n_in, n_hidden, n_out), ours
+
+
 def numpy_forward(params, x):
     """The hand-written forward, to the softmax (it never computes the loss itself)."""
     w1, b1, w2, b2 = params
@@ -107,13 +116,7 @@ def run(rounds: int = 30) -> list[dict]:
     rows = []
     with one_blas_thread():
         for label, n_in, n_hidden, n_out, batch in CASES:
-            rng = np.random.default_rng(1)
-            x = rng.standard_normal((batch, n_in)).astype(np.float32)
-            y = rng.integers(0, n_out, batch)
-            np_params = _weights(n_in, n_hidden, n_out)
-            our_params = [
-                Tensor(w.copy(), requires_grad=True) for w in _weights(n_in, n_hidden, n_out)
-            ]
+            x, y, np_params, our_params = _case(n_in, n_hidden, n_out, batch)
             torch_params = [
                 torch.tensor(w, requires_grad=True) for w in _weights(n_in, n_hidden, n_out)
             ]
@@ -148,12 +151,7 @@ def run_phases(steps: int = 6000) -> list[dict]:
     """Where the time of a batch-32 step goes: forward, backward and update of each engine,
     timed with ``perf_counter`` around each phase, engines interleaved step by step, the
     median of ``steps`` steps (after 500 to warm up)."""
-    _, n_in, n_hidden, n_out, batch = CASES[0]
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((batch, n_in)).astype(np.float32)
-    y = rng.integers(0, n_out, batch)
-    np_params = _weights(n_in, n_hidden, n_out)
-    params = [Tensor(w.copy(), requires_grad=True) for w in _weights(n_in, n_hidden, n_out)]
+    x, y, np_params, params = _case(*CASES[0][1:])
     xt = Tensor(x)
     times: dict[str, list[list[float]]] = {"numpy": [[], [], []], "autodiff_lab": [[], [], []]}
     clock = time.perf_counter
@@ -173,9 +171,9 @@ def run_phases(steps: int = 6000) -> list[dict]:
             ours_update(params)
             t6 = clock()
             if step >= 500:
-                for phases, ts in (("numpy", (t0, t1, t2, t3)), ("autodiff_lab", (t3, t4, t5, t6))):
+                for engine, ts in (("numpy", (t0, t1, t2, t3)), ("autodiff_lab", (t3, t4, t5, t6))):
                     for i in range(3):
-                        times[phases][i].append(ts[i + 1] - ts[i])
+                        times[engine][i].append(ts[i + 1] - ts[i])
     rows = [
         {"engine": name}
         | {
