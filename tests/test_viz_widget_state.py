@@ -13,6 +13,7 @@ import asyncio
 import copy
 import importlib.util
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import ipywidgets
@@ -120,6 +121,13 @@ def test_installed_majors_are_the_installed_ipywidgets():
     assert widget_state.installed_majors() == expected
 
 
+def run(coroutine):
+    """``coroutine`` run to its end on a thread of its own: a browser test earlier in the same
+    pytest worker leaves Playwright's event loop running on this one (asyncio.run refuses)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 @pytest.mark.parametrize("speaks", [SPEAKS_7, SPEAKS_8])
 def test_the_contents_manager_serves_the_filtered_notebook_and_keeps_the_file(
     tmp_path, monkeypatch, speaks
@@ -127,7 +135,7 @@ def test_the_contents_manager_serves_the_filtered_notebook_and_keeps_the_file(
     (tmp_path / CHAPTER.name).write_bytes(CHAPTER.read_bytes())
     monkeypatch.setattr(widget_state, "installed_majors", lambda: speaks)
     manager = LectureContentsManager(root_dir=str(tmp_path))
-    model = asyncio.run(manager.get(CHAPTER.name))
+    model = run(manager.get(CHAPTER.name))
     served = json.loads(json.dumps(model["content"]))
     assert model["type"] == "notebook"
     assert ("widgets" in served["metadata"]) == (speaks == SPEAKS_8)
@@ -135,8 +143,8 @@ def test_the_contents_manager_serves_the_filtered_notebook_and_keeps_the_file(
     assert (tmp_path / CHAPTER.name).read_bytes() == CHAPTER.read_bytes()
     # a listing (no content) and other files pass through
     (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
-    assert asyncio.run(manager.get("notes.txt"))["content"] == "hello"
-    assert asyncio.run(manager.get(CHAPTER.name, content=False))["content"] is None
+    assert run(manager.get("notes.txt"))["content"] == "hello"
+    assert run(manager.get(CHAPTER.name, content=False))["content"] is None
 
 
 def lab_settings():

@@ -80,7 +80,7 @@ def test_backward_stepper_and_explorer_in_jupyterlab(jupyterlab, widgets_noteboo
     set_slider(explorer, 0.5)
     # the readout is one of the explorer's HTML widgets (its plot is another)
     expect(explorer.locator(".widget-html-content", has_text="x = 0.500")).to_be_visible()
-    assert image.get_attribute("src") != before  # a new plot arrived
+    expect(image).not_to_have_attribute("src", before)  # a new plot arrives (after the readout)
     drawing = (
         page.locator(".jp-Cell")
         .nth(2)
