@@ -42,7 +42,6 @@ from .kinds import (
     Traced,
     Tracer,
     constant,
-    innermost,
     is_dual,
     is_node,
     stop_gradient,  # noqa: F401  (part of this module's API)
@@ -501,23 +500,20 @@ def _ckpt_forward(*xs: Operand, f: Fn, n_args: int, _cell: Cell) -> Operand:
     return _plain_result(out, xs[:n_args])
 
 
-def _graph_leaf(x: Operand, requires_grad: bool) -> Value | Tensor:
-    """A plain value as a new graph leaf: a ``Value`` for a Python number (every Value
-    takes part in backward), else a ``Tensor``."""
-    if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray | np.generic):
+def new_leaf(
+    x: Operand, requires_grad: bool = True, scalar_as_value: bool = True
+) -> Value | Tensor:
+    """A plain value as a new graph leaf: a ``Value`` for a number (every Value takes
+    part in backward), else a ``Tensor`` (also for a number, with ``scalar_as_value=False``)."""
+    if scalar_as_value and isinstance(x, numbers.Real):
         return Value(float(x))
-    return Tensor(np.asarray(x), requires_grad=requires_grad)
+    return Tensor(x, requires_grad=requires_grad)
 
 
 def _constant_node(x: Operand) -> Operand:
     """A plain value as a graph value that needs no gradient, so ``f`` may use methods
     (``x.tanh()``); traced values as they are."""
-    return x if isinstance(x, Traced) else _graph_leaf(x, requires_grad=False)
-
-
-def _fresh_leaf(x: Operand) -> Value | Tensor:
-    """A new leaf that needs a gradient, holding ``x``'s plain value."""
-    return _graph_leaf(constant(x), requires_grad=True)
+    return x if isinstance(x, Traced) else new_leaf(x, requires_grad=False)
 
 
 def _ckpt_vjp_all(
@@ -527,7 +523,7 @@ def _ckpt_vjp_all(
     graph. Under create_graph the gradients (graph values from the fresh leaves) are
     replayed onto the real inputs, so they can be differentiated again."""
     create_graph = any(is_node(x) for x in inputs) or is_node(g)
-    leaves: list[Node] = [_fresh_leaf(x) for x in inputs[:n_args]]
+    leaves: list[Node] = [new_leaf(constant(x)) for x in inputs[:n_args]]
     captured = list(_cell["captured"])  # the nodes themselves (inputs may be their data)
     with graph.enable_grad():
         recorded = f(*leaves)
@@ -535,7 +531,7 @@ def _ckpt_vjp_all(
         return [None] * len(inputs)
     seed = g
     if create_graph and not isinstance(g, Traced):  # (a batch of cotangents stays a batch)
-        seed = _fresh_leaf(g)
+        seed = new_leaf(constant(g))
     found = graph.backpropagate(
         recorded, seed, create_graph=create_graph, accumulate=False, wanted=leaves + captured
     )
@@ -552,7 +548,7 @@ def _ckpt_jvp_all(
     tangents: Operands, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: Cell
 ) -> Operand:
     """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
-    leaves = [_fresh_leaf(innermost(x)) for x in inputs[:n_args]]
+    leaves = [new_leaf(constant(x)) for x in inputs[:n_args]]
     with graph.enable_grad():
         recorded = f(*leaves)
     tag = new_tag()

@@ -48,14 +48,15 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal, overload
+from typing import Any
 
 import numpy as np
 
 from . import graph, linear, ops
 from .batching import Batched, batch_levels, has_batch, lift, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
-from .kinds import Node, Traced, as_primal, data_of, innermost, is_node, zeros_like
+from .extend import new_leaf
+from .kinds import Node, Traced, Tracer, as_primal, data_of, innermost, is_node, zeros_like
 from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
@@ -98,9 +99,7 @@ def _leaf(x: Operand, *, scalar_as_value: bool = True) -> Operand:
             "transformations (e.g. jvp of vmap of vjp) is not supported; apply jvp "
             "inside vmap instead: vmap(lambda x, t: jvp(g, (x,), (t,)))"
         )
-    if scalar_as_value and isinstance(x, numbers.Real):
-        return Value(float(x))
-    return Tensor(x, requires_grad=True)
+    return new_leaf(x, scalar_as_value=scalar_as_value)
 
 
 def _argnums(argnums: int | Sequence[int], n: int) -> tuple[int, ...]:
@@ -204,136 +203,44 @@ def _one_output(out: Tree, where: str) -> Operand:
     return out
 
 
-def _has_dual(args: Operands) -> bool:
-    return any(isinstance(a, Dual) for a in args)
-
-
-def _through_duals(transformed: Fn, args: Operands, differentiated: Sequence[int]) -> Tree:
-    """Forward mode over a reverse-mode transformation: ``transformed(*args)`` with duals.
-
-    Each :class:`Dual` argument is swapped for a graph leaf holding its (innermost)
-    primal, and the differentiated arguments become leaves too, so ``transformed`` runs
-    in nested mode and returns its result as a graph. Replaying that graph with the duals
-    put back pushes their tangents through it: the result holds duals whose tangents are
-    the derivative of the transformation's output (e.g. ``H v`` when ``transformed`` is a
-    gradient).
-    """
-    args = list(args)
-    levels = batch_levels([a.primal if isinstance(a, Dual) else a for a in args])
-    if levels:  # inside vmap: the same, on the graph of the whole batch
-        return _through_duals_batched(transformed, args, differentiated, levels)
-    substitutions = {}
-    for i, a in enumerate(args):
-        if isinstance(a, Dual):
-            leaf = _leaf(innermost(a))
-            substitutions[leaf] = a
-            args[i] = leaf
-        elif i in differentiated:
-            args[i] = _leaf(a)
-    return replay(transformed(*args), substitutions)
-
-
-def _duals_outside(args: Operands) -> list[Operand]:
-    """Each batch of duals as a dual of batches (the same numbers, layered the other way),
-    so that forward over reverse applies to it (``jvp(vmap(grad(f)))``)."""
-    swapped = []
-    for a in args:
-        if isinstance(a, Batched) and isinstance(a.val, Dual):
-            d = a.val
-            a = Dual(Batched(d.primal, a.tag), Batched(d.tangent, a.tag), d.tag)
-        swapped.append(a)
-    return swapped
-
-
-def _through_duals_batched(
-    transformed: Fn,
-    args: list[Operand],
-    differentiated: Sequence[int],
-    levels: list[tuple[int, int]],
-) -> Tree:
-    """:func:`_through_duals` inside ``vmap`` (a per-example ``H v``): the leaves hold the
-    whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
-    it is replayed with duals of whole batches, and the results made batches again."""
-    substitutions = {}
-
-    def whole_batch_leaf(whole: Operand) -> Operand:
-        """A leaf holding the whole batch; when the batch holds the duals of an older
-        jvp (``jvp(vmap(hessian))``), it holds their primals and is replayed with them."""
-        core = innermost(whole)
-        if isinstance(core, Traced) and not is_node(core):
-            raise NotImplementedError(
-                "forward over reverse mode inside vmap (jvp, jacfwd, hessian or hvp of a "
-                f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
-                "another transformation inside the batch: this nesting is not supported"
-            )
-        leaf = _leaf(core if is_node(core) else np.asarray(core))
-        if whole is not core:
-            substitutions[leaf] = whole
-        return leaf
-
-    for i, a in enumerate(args):
-        if isinstance(a, Dual):
-            primal = lift(a.primal, levels)
-            leaf = whole_batch_leaf(primal)
-            substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
-            args[i] = wrap(leaf, levels)
-        elif i in differentiated:
-            args[i] = wrap(whole_batch_leaf(lift(a, levels)), levels)
-
-    def batches_again(x: Tree) -> Tree:
-        if isinstance(x, tuple | list):
-            return type(x)(batches_again(v) for v in x)
-        if isinstance(x, Dual):
-            return Dual(wrap(x.primal, levels), wrap(x.tangent, levels), x.tag)
-        return wrap(x, levels)
-
-    def whole_batch(x: Tree) -> Tree:
-        if isinstance(x, tuple | list):
-            return type(x)(whole_batch(v) for v in x)
-        return lift(x, levels)
-
-    return batches_again(replay(whole_batch(transformed(*args)), substitutions))
-
-
 def value_and_grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
     """Like :func:`grad`, but the new function returns ``(f(x), grad)``."""
 
     def value_and_grad_f(*given: Operand) -> Tree:
-        nums = _argnums(argnums, len(given))
-        args = _duals_outside(given)
-        if _has_dual(args):  # forward over reverse (e.g. jvp(grad(f)))
-            return _through_duals(value_and_grad_f, args, nums)
-        if has_batch(args):  # inside vmap: per-example gradients
-            return _batched_reverse(f, args, nums, "grad")(argnums)
-        out, leaves, nested = _record(f, args, nums)
-        if has_batch([out]):  # f closes over a vmap batch: its gradient is per example
-            return _batched_reverse(f, args, nums, "grad")(argnums)
-        core = innermost(out)
-        if not is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
-            raise TypeError(
-                f"grad: f must return a number (or a 1-element array), got "
-                f"{type(core).__name__} {core!r:.40}"
-            )
-        if is_node(core):
-            size = 1 if isinstance(core, Value) else core.size
-        else:
-            size = np.size(core)
-        if size != 1:
-            raise ValueError(
-                f"grad: f must return a scalar (one number), got shape {np.shape(data_of(out))}. "
-                "For vector outputs use jacrev, jacfwd or vjp."
-            )
-        if isinstance(out, Tensor) and out.shape != ():
-            out = out.reshape(())
-        seed = _seed_for(core, nested) if is_node(core) else None
-        grads = _pull_back(out, leaves, seed, nested)
-        if not nested:
-            out = data_of(out)
-        result = grads[0] if isinstance(argnums, int) else tuple(grads)
-        return out, result
+        adapter = _adapter("grad", given)
+        if adapter is None:  # numbers, arrays or graph values
+            nums = _argnums(argnums, len(given))
+            out, leaves, nested = _record(f, given, nums)
+            if has_batch([out]):  # f closes over a vmap batch: its gradient is per example
+                return _grad_in_vmap(value_and_grad_f, f, given, argnums)
+            return _value_and_gradient(out, leaves, nested, argnums)
+        return adapter(value_and_grad_f, f, given, argnums)
 
     value_and_grad_f.__name__ = f"value_and_grad({getattr(f, '__name__', 'f')})"
     return value_and_grad_f
+
+
+def _value_and_gradient(
+    out: Tree, leaves: list[Node], nested: bool, argnums: int | Sequence[int]
+) -> tuple[Operand, Tree]:
+    """``grad``'s result from ``f``'s recorded output: checked to be one number, pulled back."""
+    core = innermost(out)
+    if not is_node(core) and not isinstance(core, numbers.Number | np.ndarray | np.generic):
+        raise TypeError(
+            f"grad: f must return a number (or a 1-element array), got "
+            f"{type(core).__name__} {core!r:.40}"
+        )
+    if np.size(data_of(core)) != 1:
+        raise ValueError(
+            f"grad: f must return a scalar (one number), got shape {np.shape(data_of(out))}. "
+            "For vector outputs use jacrev, jacfwd or vjp."
+        )
+    if isinstance(out, Tensor) and out.shape != ():
+        out = out.reshape(())
+    seed = _seed_for(core, nested) if is_node(core) else None
+    grads = _pull_back(out, leaves, seed, nested)
+    result = grads[0] if isinstance(argnums, int) else tuple(grads)
+    return (out if nested else data_of(out)), result
 
 
 def grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
@@ -351,31 +258,26 @@ def grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
     return grad_f
 
 
-def _data_inside(x: Operand) -> Operand:
-    """``x`` with every graph value in it (inside duals too) replaced by its data."""
-    if isinstance(x, Dual):
-        return Dual(_data_inside(x.primal), _data_inside(x.tangent), x.tag)
-    return data_of(x)
-
-
 def vjp(f: Fn, *primals: Operand) -> tuple[Operand, Pullback]:
     """Reverse mode: ``out, vjp_fn = vjp(f, *primals)``; ``vjp_fn(ct)`` is ``ctᵀ·J``.
 
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
     per primal. It can be called many times: the graph is recorded once.
     """
-    if any(isinstance(p, Batched) and isinstance(p.val, Dual) for p in primals) or (
-        _has_dual(primals) and has_batch([innermost(p) for p in primals])
-    ):  # a jvp and a vmap around vjp, in either order: the leaves cannot hold both
-        return _vjp_by_grad(f, primals)
-    if has_batch(primals):  # inside vmap: one vjp per example
-        return _batched_reverse(f, primals, range(len(primals)), "vjp")
-    if _has_dual(primals):
-        return _vjp_through_duals(f, primals)
-    out, leaves, nested = _record(f, primals, range(len(primals)))
-    out = _one_output(out, "vjp")
-    if has_batch([out]):  # f closes over a vmap batch
-        return _batched_reverse(f, primals, range(len(primals)), "vjp")
+    adapter = _adapter("vjp", primals)
+    if adapter is None:  # numbers, arrays or graph values
+        nums = range(len(primals))
+        out, leaves, nested = _record(f, primals, nums)
+        out = _one_output(out, "vjp")
+        if has_batch([out]):  # f closes over a vmap batch
+            return _vjp_in_vmap(vjp, f, primals, nums)
+        return (out if nested else data_of(out)), _pullback_of(out, leaves, nested)
+    result: tuple[Operand, Pullback] = adapter(vjp, f, primals, tuple(range(len(primals))))
+    return result
+
+
+def _pullback_of(out: Operand, leaves: list[Node], nested: bool) -> Pullback:
+    """``vjp``'s ``vjp_fn`` for the recorded output ``out``."""
 
     def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
         if isinstance(cotangent, Batched):  # vmap(vjp_fn): a batch of cotangents at once
@@ -407,130 +309,7 @@ def vjp(f: Fn, *primals: Operand) -> tuple[Operand, Pullback]:
                 )  # out may be a constant
         return tuple(_pull_back(out, leaves, seed, nested))
 
-    return (out if nested else data_of(out)), vjp_fn
-
-
-@overload
-def _batched_reverse(
-    f: Fn, args: Operands, nums: Iterable[int], kind: Literal["vjp"]
-) -> tuple[Operand, Pullback]: ...
-@overload
-def _batched_reverse(
-    f: Fn, args: Operands, nums: Iterable[int], kind: Literal["grad"]
-) -> Callable[[int | Sequence[int]], tuple[Operand, Tree]]: ...
-def _batched_reverse(f: Fn, args: Operands, nums: Iterable[int], kind: str) -> Any:
-    """Reverse mode inside ``vmap``: every example's gradient, from one recorded graph.
-
-    Each differentiated argument becomes ONE leaf holding the whole batch (batch axes
-    first; an argument shared by every example is repeated), wrapped as a batch again
-    before ``f`` sees it. Every op applies to each example separately, so the graph
-    holds the examples side by side, never mixed: pulling back ones (``grad``) or the
-    batch of cotangents (``vjp``) gives each example its own gradient. Returns
-    ``finish(argnums) -> (value, grad)`` for ``grad`` and ``(out, vjp_fn)`` for ``vjp``.
-    """
-    nums = list(nums)
-    levels = batch_levels(args)
-    while True:  # (run again if f closes over the batches of other vmap calls)
-        raws = [lift(args[i], levels) for i in nums]  # the whole batch of each argument
-        nested = _ReverseNesting.depth > 0 or any(is_node(raw) for raw in raws)
-        leaves = [_leaf(raw if isinstance(raw, Traced) else np.asarray(raw)) for raw in raws]
-        call_args = list(args)
-        for i, leaf in zip(nums, leaves, strict=True):
-            call_args[i] = wrap(leaf, levels)
-        with _running_reverse:
-            out = f(*call_args)
-        if kind == "vjp":
-            out = _one_output(out, "vjp")
-        more = [lv for lv in batch_levels([out]) if lv not in levels]
-        if not more:
-            break
-        levels = sorted(levels + more)
-    sizes = tuple(size for _, size in levels)
-    out_raw = lift(out, levels)
-
-    if kind == "vjp":
-
-        def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
-            seed = lift(cotangent, levels)
-            if not isinstance(seed, Traced):
-                seed = np.asarray(seed, dtype=np.result_type(data_of(out_raw)))
-            if np.shape(data_of(seed)) != np.shape(data_of(out_raw)):
-                raise ValueError(
-                    f"vjp: cotangent has shape {np.shape(data_of(seed))[len(sizes) :]} per "
-                    f"example, but f's output has shape {np.shape(data_of(out_raw))[len(sizes) :]}"
-                )
-            if nested and not isinstance(seed, Traced):
-                seed = Tensor(seed)
-            grads = _pull_back(out_raw, leaves, seed, nested)
-            return tuple(wrap(g, levels) for g in grads)
-
-        return wrap(out_raw if nested else data_of(out_raw), levels), vjp_fn
-
-    def finish(argnums: int | Sequence[int]) -> tuple[Operand, Tree]:
-        example_shape = np.shape(data_of(out_raw))[len(sizes) :]
-        if int(np.prod(example_shape, dtype=np.int64)) != 1:
-            raise ValueError(
-                f"grad: f must return a scalar (one number) per example, got shape "
-                f"{example_shape}. For vector outputs use jacrev, jacfwd or vjp."
-            )
-        value = out_raw
-        core = innermost(value)  # (value is a dual when f closes over an older jvp's)
-        if is_node(core):
-            value = ops.reshape(value, sizes)
-            seed = np.ones(sizes, dtype=core.dtype)
-            grads = _pull_back(value, leaves, Tensor(seed) if nested else seed, nested)
-        else:  # f does not depend on the differentiated arguments
-            grads = _pull_back(value, leaves, None, nested)
-            value = ops.reshape(value, sizes)
-        grads = [wrap(g, levels) for g in grads]
-        value = wrap(value if nested else _data_inside(value), levels)
-        return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
-
-    return finish
-
-
-def _vjp_by_grad(f: Fn, primals: Operands) -> tuple[Operand, Pullback]:
-    """:func:`vjp` inside both a ``jvp`` and a ``vmap`` (``jvp(vmap(vjp(f)))``,
-    ``vmap(jvp(vjp(f)))``): ``vjp_fn(ct)`` is the gradient of ``<f(x), ct>``, which
-    :func:`grad` takes through the duals and batches (forward over reverse inside vmap).
-    Each call of ``vjp_fn`` runs ``f`` again."""
-    out = _one_output(f(*primals), "vjp")
-
-    def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
-        # (ct an argument: its duals are replayed like x's)
-        def weighted(*xs_and_ct: Operand) -> Operand:
-            *xs, ct = xs_and_ct
-            y = f(*xs) * ct
-            return ops.sum(y) if ops.shape(y) else y
-
-        return tuple(grad(weighted, tuple(range(len(primals))))(*primals, cotangent))
-
-    return out, vjp_fn
-
-
-def _vjp_through_duals(f: Fn, primals: Operands) -> tuple[Operand, Pullback]:
-    """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
-    leaves = [_leaf(innermost(p)) for p in primals]
-    pairs = zip(leaves, primals, strict=True)
-    substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
-    out, graph_vjp_fn = vjp(f, *leaves)
-    # the forward part is replayed once, shared by every call of vjp_fn
-    cache: dict[Node, Operand] = {}
-
-    def vjp_fn(cotangent: Operand) -> Tree:
-        subs: dict[Node, Operand] = dict(substitutions)
-        if isinstance(cotangent, Dual):
-            seed = _leaf(innermost(cotangent), scalar_as_value=isinstance(out, Value))
-            subs[seed] = cotangent
-        else:
-            seed = (
-                cotangent
-                if is_node(cotangent) or isinstance(out, Value)
-                else Tensor(np.asarray(cotangent, dtype=out.dtype))
-            )
-        return replay(graph_vjp_fn(seed), subs, cache)
-
-    return replay(out, substitutions, cache), vjp_fn
+    return vjp_fn
 
 
 def _tangent_of(out: Operand, tag: int) -> tuple[Operand, Operand]:
@@ -576,9 +355,11 @@ def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     """
 
     def jacfwd_f(*given: Operand) -> Operand:
-        if _has_dual(given):  # forward over forward: replay with the outer duals
-            return _through_duals(jacfwd_f, given, (argnums,))
-        args = list(given)
+        adapter = _adapter("jacfwd", given)
+        if adapter is not None:
+            result: Operand = adapter(jacfwd_f, f, given, argnums)
+            return result
+        args = list(given)  # numbers, arrays, graph values or vmap batches
         x = as_primal(args[argnums])
         x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
 
@@ -610,62 +391,43 @@ def jacrev(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     """
 
     def jacrev_f(*given: Operand) -> Operand:
-        args = _duals_outside(given)
-        if _has_dual(args):  # forward over reverse (e.g. jacfwd(jacrev(f)))
-            return _through_duals(jacrev_f, args, (argnums,))
-        if has_batch(args):  # inside vmap: a batch of unit cotangents through each vjp
-            return _jacrev_in_vmap(f, args, argnums)
-        if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
-            args[argnums] = np.asarray(args[argnums], dtype=float)
-        out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
-        out = _one_output(out, "jacrev")
-        if isinstance(out, Value):  # scalar engine: one row, the gradient
-            (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
-            return row if nested else float(data_of(row))
-        if has_batch([out]):  # f closes over a vmap batch
-            return _jacrev_in_vmap(f, args, argnums)
-        if not isinstance(out, Tensor):
-            out = Tensor(data_of(out)) if not nested or not is_node(out) else out
-        leaf_shape = np.shape(data_of(leaf))
-        if vectorize and out.size:  # row i = e_iᵀ J, all i in one batch of cotangents
-            eye = np.eye(out.size, dtype=out.dtype).reshape((out.size, *out.shape))
-            rows = vmap(lambda ct: _pull_back(out, [leaf], ct, nested)[0])(eye)
-            return ops.reshape(rows, out.shape + leaf_shape)
-        rows = []
-        for i in range(out.size):
-            seed = np.zeros(out.size, dtype=out.dtype)
-            seed[i] = 1
-            seed = seed.reshape(out.shape)
-            (row,) = _pull_back(out, [leaf], Tensor(seed) if nested else seed, nested)
-            rows.append(row)
-        if nested:
-            if not rows:
-                return Tensor(np.zeros(out.shape + leaf_shape))
-            return stack([r if is_node(r) else Tensor(r) for r in rows]).reshape(
-                out.shape + leaf_shape
-            )
-        if not rows:
-            return np.zeros(out.shape + leaf_shape)
-        return np.stack(rows).reshape(out.shape + leaf_shape)
+        adapter = _adapter("jacrev", given)
+        if adapter is None:  # numbers, arrays or graph values
+            args = list(given)
+            if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
+                args[argnums] = np.asarray(args[argnums], dtype=float)
+            out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
+            out = _one_output(out, "jacrev")
+            if has_batch([out]):  # f closes over a vmap batch
+                return _jacrev_in_vmap(jacrev_f, f, args, argnums)
+            return _rows(out, leaf, nested, vectorize)
+        result: Operand = adapter(jacrev_f, f, given, argnums)
+        return result
 
     jacrev_f.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
     return jacrev_f
 
 
-def _jacrev_in_vmap(f: Fn, args: Operands, argnums: int) -> Operand:
-    """:func:`jacrev` inside ``vmap``: each example's vjp (one graph for the whole batch),
-    with the unit cotangents pushed through it as a second, inner batch."""
-
-    def f_of_x(x: Operand) -> Tree:
-        return f(*args[:argnums], x, *args[argnums + 1 :])
-
-    x = args[argnums]
-    out, vjp_fn = vjp(f_of_x, x)
-    out_shape = out.shape if isinstance(out, Batched) else np.shape(data_of(out))
-    x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
-    n = int(np.prod(out_shape, dtype=np.int64))
-    (rows,) = vmap(vjp_fn)(np.eye(n).reshape((n, *out_shape)))
-    return ops.reshape(rows, tuple(out_shape) + tuple(x_shape))
+def _rows(out: Operand, leaf: Node, nested: bool, vectorize: bool) -> Operand:
+    """``jacrev``'s Jacobian of the recorded output ``out``, one pulled-back row per entry."""
+    if isinstance(out, Value):  # scalar engine: one row, the gradient
+        (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
+        return row if nested else float(data_of(row))
+    if not isinstance(out, Tensor):
+        out = Tensor(data_of(out)) if not nested or not is_node(out) else out
+    leaf_shape = np.shape(data_of(leaf))
+    if vectorize and out.size:  # row i = e_iᵀ J, all i in one batch of cotangents
+        eye = np.eye(out.size, dtype=out.dtype).reshape((out.size, *out.shape))
+        rows = vmap(lambda ct: _pull_back(out, [leaf], ct, nested)[0])(eye)
+        return ops.reshape(rows, out.shape + leaf_shape)
+    shape = out.shape + leaf_shape
+    seeds = ops.basis(out.shape, out.dtype) if out.shape else [np.ones((), out.dtype)]
+    rows = [_pull_back(out, [leaf], Tensor(e) if nested else e, nested)[0] for e in seeds]
+    if not rows:
+        return Tensor(np.zeros(shape)) if nested else np.zeros(shape)
+    if nested:
+        return stack([r if is_node(r) else Tensor(r) for r in rows]).reshape(shape)
+    return np.stack(rows).reshape(shape)
 
 
 HESSIAN_MODES = ("fwd-rev", "rev-rev")
@@ -690,22 +452,22 @@ def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
 
     def hessian_f(*given: Operand) -> Operand:
         x = given[argnums]
-        if _has_dual(given) or is_node(x) or has_batch(given) or _ReverseNesting.depth > 0:
-            return columns_by_jvp(*given)  # nested inside another transformation
-        # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
-        x = as_primal(x)
-        args = list(given)
-        leaf = args[argnums] = _leaf(x)
-        recorded = gradient(*args)  # a graph from `leaf` (nested mode)
+        if not _traced(given) and not is_node(x) and _ReverseNesting.depth == 0:
+            # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
+            x = as_primal(x)
+            args = list(given)
+            leaf = args[argnums] = _leaf(x)
+            recorded = gradient(*args)  # a graph from `leaf` (nested mode)
 
-        # replay the gradient's graph with x + e ε: the column H e
-        def column(e: Operand) -> tuple[Operand, Operand]:
-            tag = new_tag()
-            replayed = replay(recorded, {leaf: Dual(x, e, tag)})
-            return recorded, data_of(_tangent_of(replayed, tag)[1])
+            # replay the gradient's graph with x + e ε: the column H e
+            def column(e: Operand) -> tuple[Operand, Operand]:
+                tag = new_tag()
+                replayed = replay(recorded, {leaf: Dual(x, e, tag)})
+                return recorded, data_of(_tangent_of(replayed, tag)[1])
 
-        _, columns = _by_columns(column, np.shape(x))
-        return _from_columns(recorded, columns, np.shape(x))
+            _, columns = _by_columns(column, np.shape(x))
+            return _from_columns(recorded, columns, np.shape(x))
+        return columns_by_jvp(*given)  # inside another transformation: jacfwd(jacrev(f))
 
     hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
     return hessian_f
@@ -813,3 +575,304 @@ class TracedLinearMap:
 
     def __repr__(self) -> str:
         return f"<TracedLinearMap: jvp of {getattr(self.f, '__name__', 'f')}>"
+
+
+# --- nesting: a transformation applied inside another ----------------------------------------
+#
+# A transformation's arguments may carry an outer transformation's values. Graph values
+# (an outer grad, vjp or jacrev) need no adapter: ``_record`` differentiates them in place
+# and records the backward pass. Dual numbers (an outer jvp or jacfwd) and vmap batches do:
+#
+#   inner \ outer | jvp: duals         | vmap: batches         | both
+#   --------------+--------------------+-----------------------+---------------------------
+#   grad          | _through_duals     | _grad_in_vmap         | _through_duals
+#   jacrev        | _through_duals     | _jacrev_in_vmap       | _through_duals
+#   jacfwd        | _through_duals     | (plain: jvp maps)     | _through_duals if a dual
+#                 |                    |                       | is on top, else plain
+#   vjp           | _vjp_through_duals | _vjp_in_vmap          | _vjp_by_grad
+#   hessian       | jacfwd(jacrev(f)) as it is: the rows of jacfwd and jacrev
+#   linearize     | TracedLinearMap: jvp and vjp themselves
+#   jvp, vmap     | none: duals and batches of any kinds nest (the larger tag goes first)
+#
+# ``NESTING`` holds the rows; each cell is ``(when, adapter)``, tried in order, and
+# ``adapter(transformed, f, args, argnums)`` gives the transformation's result. No cell
+# matches: the plain case, which each transformation reads first.
+
+Adapter = Callable[[Fn, Fn, Operands, Any], Any]
+
+
+def _traced(args: Operands) -> bool:
+    """Whether an argument is a dual number or a vmap batch (an outer jvp's or vmap's)."""
+    return any(isinstance(a, Tracer) for a in args)
+
+
+def _has_dual(args: Operands) -> bool:
+    return any(isinstance(a, Dual) for a in args)
+
+
+def _carries_duals(args: Operands) -> bool:
+    """A dual number as an argument, or as the examples of a batch."""
+    return _has_dual(_duals_outside(args))
+
+
+def _duals_and_batches(args: Operands) -> bool:
+    """Both an outer jvp's duals and an outer vmap's batches, in either order."""
+    return any(isinstance(a, Batched) and isinstance(a.val, Dual) for a in args) or (
+        _has_dual(args) and has_batch([innermost(a) for a in args])
+    )
+
+
+NESTING: dict[str, tuple[tuple[Callable[[Operands], bool], Adapter], ...]] = {}
+
+
+def _adapter(inner: str, args: Operands) -> Adapter | None:
+    """The adapter of ``NESTING`` for ``inner`` called on ``args``; None in the plain case."""
+    return next((adapter for when, adapter in NESTING[inner] if when(args)), None)
+
+
+def _through_duals(transformed: Fn, f: Fn, given: Operands, argnums: Any) -> Tree:
+    """Forward mode over a reverse-mode transformation: ``transformed(*args)`` with duals.
+
+    Each :class:`Dual` argument is swapped for a graph leaf holding its (innermost)
+    primal, and the differentiated arguments become leaves too, so ``transformed`` runs
+    in nested mode and returns its result as a graph. Replaying that graph with the duals
+    put back pushes their tangents through it: the result holds duals whose tangents are
+    the derivative of the transformation's output (e.g. ``H v`` when ``transformed`` is a
+    gradient). A batch of duals is first made a dual of batches (:func:`_duals_outside`).
+    """
+    args = _duals_outside(given)
+    differentiated = _argnums(argnums, len(args))
+    levels = batch_levels([a.primal if isinstance(a, Dual) else a for a in args])
+    if levels:  # inside vmap: the same, on the graph of the whole batch
+        return _through_duals_batched(transformed, args, differentiated, levels)
+    substitutions = {}
+    for i, a in enumerate(args):
+        if isinstance(a, Dual):
+            leaf = _leaf(innermost(a))
+            substitutions[leaf] = a
+            args[i] = leaf
+        elif i in differentiated:
+            args[i] = _leaf(a)
+    return replay(transformed(*args), substitutions)
+
+
+def _duals_outside(args: Operands) -> list[Operand]:
+    """Each batch of duals as a dual of batches (the same numbers, layered the other way),
+    so that forward over reverse applies to it (``jvp(vmap(grad(f)))``)."""
+    swapped = []
+    for a in args:
+        if isinstance(a, Batched) and isinstance(a.val, Dual):
+            d = a.val
+            a = Dual(Batched(d.primal, a.tag), Batched(d.tangent, a.tag), d.tag)
+        swapped.append(a)
+    return swapped
+
+
+def _through_duals_batched(
+    transformed: Fn,
+    args: list[Operand],
+    differentiated: Sequence[int],
+    levels: list[tuple[int, int]],
+) -> Tree:
+    """:func:`_through_duals` inside ``vmap`` (a per-example ``H v``): the leaves hold the
+    whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
+    it is replayed with duals of whole batches, and the results made batches again."""
+    substitutions = {}
+
+    def whole_batch_leaf(whole: Operand) -> Operand:
+        """A leaf holding the whole batch; when the batch holds the duals of an older
+        jvp (``jvp(vmap(hessian))``), it holds their primals and is replayed with them."""
+        core = innermost(whole)
+        if isinstance(core, Traced) and not is_node(core):
+            raise NotImplementedError(
+                "forward over reverse mode inside vmap (jvp, jacfwd, hessian or hvp of a "
+                f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
+                "another transformation inside the batch: this nesting is not supported"
+            )
+        leaf = _leaf(core if is_node(core) else np.asarray(core))
+        if whole is not core:
+            substitutions[leaf] = whole
+        return leaf
+
+    for i, a in enumerate(args):
+        if isinstance(a, Dual):
+            primal = lift(a.primal, levels)
+            leaf = whole_batch_leaf(primal)
+            substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
+            args[i] = wrap(leaf, levels)
+        elif i in differentiated:
+            args[i] = wrap(whole_batch_leaf(lift(a, levels)), levels)
+
+    def batches_again(x: Tree) -> Tree:
+        if isinstance(x, tuple | list):
+            return type(x)(batches_again(v) for v in x)
+        if isinstance(x, Dual):
+            return Dual(wrap(x.primal, levels), wrap(x.tangent, levels), x.tag)
+        return wrap(x, levels)
+
+    def whole_batch(x: Tree) -> Tree:
+        if isinstance(x, tuple | list):
+            return type(x)(whole_batch(v) for v in x)
+        return lift(x, levels)
+
+    return batches_again(replay(whole_batch(transformed(*args)), substitutions))
+
+
+def _batched_reverse(
+    f: Fn, args: Operands, nums: Iterable[int], where: str
+) -> tuple[Operand, list[Node], list[tuple[int, int]], bool]:
+    """Reverse mode inside ``vmap``: every example's gradient, from one recorded graph.
+
+    Each differentiated argument becomes ONE leaf holding the whole batch (batch axes
+    first; an argument shared by every example is repeated), wrapped as a batch again
+    before ``f`` sees it. Every op applies to each example separately, so the graph
+    holds the examples side by side, never mixed: pulling back ones (``grad``) or the
+    batch of cotangents (``vjp``) gives each example its own gradient. Returns ``(out,
+    leaves, levels, nested)``: the whole batch's output (batch axes first), the leaves,
+    the ``(tag, size)`` of each vmap call, and whether to record the backward pass.
+    """
+    nums = list(nums)
+    levels = batch_levels(args)
+    while True:  # (run again if f closes over the batches of other vmap calls)
+        raws = [lift(args[i], levels) for i in nums]  # the whole batch of each argument
+        nested = _ReverseNesting.depth > 0 or any(is_node(raw) for raw in raws)
+        leaves = [_leaf(raw if isinstance(raw, Traced) else np.asarray(raw)) for raw in raws]
+        call_args = list(args)
+        for i, leaf in zip(nums, leaves, strict=True):
+            call_args[i] = wrap(leaf, levels)
+        with _running_reverse:
+            out = f(*call_args)
+        if where == "vjp":
+            out = _one_output(out, "vjp")
+        more = [lv for lv in batch_levels([out]) if lv not in levels]
+        if not more:
+            return lift(out, levels), leaves, levels, nested
+        levels = sorted(levels + more)
+
+
+def _grad_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: Any) -> tuple[Operand, Tree]:
+    """``value_and_grad`` inside ``vmap``: per-example gradients (:func:`_batched_reverse`)."""
+    out, leaves, levels, nested = _batched_reverse(f, args, _argnums(argnums, len(args)), "grad")
+    sizes = tuple(size for _, size in levels)
+    example_shape = np.shape(data_of(out))[len(sizes) :]
+    if int(np.prod(example_shape, dtype=np.int64)) != 1:
+        raise ValueError(
+            f"grad: f must return a scalar (one number) per example, got shape "
+            f"{example_shape}. For vector outputs use jacrev, jacfwd or vjp."
+        )
+    core = innermost(out)  # (out is a dual when f closes over an older jvp's)
+    if is_node(core):
+        out = ops.reshape(out, sizes)
+        seed = np.ones(sizes, dtype=core.dtype)
+        grads = _pull_back(out, leaves, Tensor(seed) if nested else seed, nested)
+    else:  # f does not depend on the differentiated arguments
+        grads = _pull_back(out, leaves, None, nested)
+        out = ops.reshape(out, sizes)
+    grads = [wrap(g, levels) for g in grads]
+    value = wrap(out if nested else _data_inside(out), levels)
+    return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
+
+
+def _vjp_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: Any) -> tuple[Operand, Pullback]:
+    """``vjp`` inside ``vmap``: one vjp per example (:func:`_batched_reverse`)."""
+    out, leaves, levels, nested = _batched_reverse(f, args, argnums, "vjp")
+    batch_axes = len(levels)
+
+    def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
+        seed = lift(cotangent, levels)
+        if not isinstance(seed, Traced):
+            seed = np.asarray(seed, dtype=np.result_type(data_of(out)))
+        if np.shape(data_of(seed)) != np.shape(data_of(out)):
+            raise ValueError(
+                f"vjp: cotangent has shape {np.shape(data_of(seed))[batch_axes:]} per "
+                f"example, but f's output has shape {np.shape(data_of(out))[batch_axes:]}"
+            )
+        if nested and not isinstance(seed, Traced):
+            seed = Tensor(seed)
+        grads = _pull_back(out, leaves, seed, nested)
+        return tuple(wrap(g, levels) for g in grads)
+
+    return wrap(out if nested else data_of(out), levels), vjp_fn
+
+
+def _data_inside(x: Operand) -> Operand:
+    """``x`` with every graph value in it (inside duals too) replaced by its data."""
+    if isinstance(x, Dual):
+        return Dual(_data_inside(x.primal), _data_inside(x.tangent), x.tag)
+    return data_of(x)
+
+
+def _vjp_by_grad(
+    transformed: Fn, f: Fn, primals: Operands, argnums: Any
+) -> tuple[Operand, Pullback]:
+    """:func:`vjp` inside both a ``jvp`` and a ``vmap`` (``jvp(vmap(vjp(f)))``,
+    ``vmap(jvp(vjp(f)))``): ``vjp_fn(ct)`` is the gradient of ``<f(x), ct>``, which
+    :func:`grad` takes through the duals and batches (forward over reverse inside vmap).
+    Each call of ``vjp_fn`` runs ``f`` again."""
+    out = _one_output(f(*primals), "vjp")
+
+    def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
+        # (ct an argument: its duals are replayed like x's)
+        def weighted(*xs_and_ct: Operand) -> Operand:
+            *xs, ct = xs_and_ct
+            y = f(*xs) * ct
+            return ops.sum(y) if ops.shape(y) else y
+
+        return tuple(grad(weighted, tuple(range(len(primals))))(*primals, cotangent))
+
+    return out, vjp_fn
+
+
+def _vjp_through_duals(
+    transformed: Fn, f: Fn, primals: Operands, argnums: Any
+) -> tuple[Operand, Pullback]:
+    """:func:`vjp` with dual primals (or a dual cotangent): record on leaves, replay with duals."""
+    leaves = [_leaf(innermost(p)) for p in primals]
+    pairs = zip(leaves, primals, strict=True)
+    substitutions = {leaf: p for leaf, p in pairs if isinstance(p, Dual)}
+    out, graph_vjp_fn = vjp(f, *leaves)
+    # the forward part is replayed once, shared by every call of vjp_fn
+    cache: dict[Node, Operand] = {}
+
+    def vjp_fn(cotangent: Operand) -> Tree:
+        subs: dict[Node, Operand] = dict(substitutions)
+        if isinstance(cotangent, Dual):
+            seed = _leaf(innermost(cotangent), scalar_as_value=isinstance(out, Value))
+            subs[seed] = cotangent
+        else:
+            seed = (
+                cotangent
+                if is_node(cotangent) or isinstance(out, Value)
+                else Tensor(np.asarray(cotangent, dtype=out.dtype))
+            )
+        return replay(graph_vjp_fn(seed), subs, cache)
+
+    return replay(out, substitutions, cache), vjp_fn
+
+
+def _jacrev_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: int) -> Operand:
+    """:func:`jacrev` inside ``vmap``: each example's vjp (one graph for the whole batch),
+    with the unit cotangents pushed through it as a second, inner batch."""
+
+    def f_of_x(x: Operand) -> Tree:
+        return f(*args[:argnums], x, *args[argnums + 1 :])
+
+    x = args[argnums]
+    out, vjp_fn = vjp(f_of_x, x)
+    out_shape = out.shape if isinstance(out, Batched) else np.shape(data_of(out))
+    x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
+    n = int(np.prod(out_shape, dtype=np.int64))
+    (rows,) = vmap(vjp_fn)(np.eye(n).reshape((n, *out_shape)))
+    return ops.reshape(rows, tuple(out_shape) + tuple(x_shape))
+
+
+NESTING.update(
+    grad=((_carries_duals, _through_duals), (has_batch, _grad_in_vmap)),
+    jacrev=((_carries_duals, _through_duals), (has_batch, _jacrev_in_vmap)),
+    jacfwd=((_has_dual, _through_duals),),
+    vjp=(
+        (_duals_and_batches, _vjp_by_grad),
+        (has_batch, _vjp_in_vmap),
+        (_has_dual, _vjp_through_duals),
+    ),
+)
