@@ -343,7 +343,6 @@ class CustomFunction:
             vjp_all=self._vjp_all,
             jvp_all=self._jvp_all,
             rule=f"{kind}: the derivative rule {self.name} was given",
-            domain=EVERYWHERE,
             display=lambda params: f"{self.name}",
         )
         self.primitive.batch = _batch_by_loop(self.primitive)
@@ -574,7 +573,6 @@ CHECKPOINT = Primitive(
     vjp_all=_ckpt_vjp_all,
     jvp_all=_ckpt_jvp_all,
     rule="recomputed in the backward pass: the rules of the ops inside f",
-    domain=EVERYWHERE,
     display=lambda params: f"checkpoint({getattr(params.get('f'), '__name__', 'f')})",
 )
 CHECKPOINT.batch = _batch_by_loop(CHECKPOINT)

@@ -70,7 +70,8 @@ class Primitive:
       operation circle (``'×'``; ``{name}`` fields are filled from the parameters) and
       ``notation``: how a node is written as an expression (``infix`` ``a × b``,
       ``power`` ``a**2``, ``prefix`` ``−a``, ``call`` ``tanh(a)``);
-    - ``domain``: where it is defined (:class:`Domain`);
+    - ``domain``: where it is defined (:class:`Domain`; :data:`EVERYWHERE`, no check, unless
+      the entry says otherwise);
     - ``linear``: ``"all"`` (linear in all inputs together: add, sum, reshape…),
       ``"each"`` (in each input while the others are held constant: mul, matmul),
       ``"first"`` (in the first only: a / c), ``"rest"`` (in all but the first, which is
@@ -109,7 +110,7 @@ class Primitive:
         jvp: tuple[Rule, ...] | None = None,
         *,
         rule: str,
-        domain: Domain,
+        domain: Domain = EVERYWHERE,
         symbol: str | None = None,
         display: str | Callable[[Params], str] | None = None,
         notation: str = "call",
@@ -360,7 +361,6 @@ ADD = primitive(
     batch="broadcasting",
     broadcasts=True,
     rule="d(a + b)/da = 1,  d(a + b)/db = 1",
-    domain=EVERYWHERE,
     symbol="+",
     notation="infix",
 )
@@ -374,7 +374,6 @@ SUB = primitive(
     batch="broadcasting",
     broadcasts=True,
     rule="d(a − b)/da = 1,  d(a − b)/db = −1",
-    domain=EVERYWHERE,
     symbol="-",
     display="−",
     notation="infix",
@@ -389,7 +388,6 @@ MUL = primitive(
     batch="broadcasting",
     broadcasts=True,
     rule="d(a·b)/da = b,  d(a·b)/db = a",
-    domain=EVERYWHERE,
     symbol="*",
     display="×",
     notation="infix",
@@ -421,7 +419,6 @@ NEG = primitive(
     transposed="−",
     batch="broadcasting",
     rule="d(−x)/dx = −1",
-    domain=EVERYWHERE,
     display="−x",
     notation="prefix",
 )
@@ -468,7 +465,6 @@ POW_CONST = primitive(  # a ** c for a constant number c:  d/da = c a^(c-1)
     jvp=(lambda t, out, a, exponent: t * _pow_const_slope(a, exponent),),
     batch="broadcasting",
     rule="d(xᶜ)/dx = c·xᶜ⁻¹",
-    domain=EVERYWHERE,
     symbol="**{exponent:g}",
     notation="power",
 )

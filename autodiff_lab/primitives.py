@@ -156,7 +156,6 @@ WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition get
     transposed="where back (c fixed)",
     batch="broadcasting",
     rule="d where(c, a, b)/da = 1 where c holds, else 0;  d/db = the rest;  d/dc = 0",
-    domain=EVERYWHERE,
 )
 
 
@@ -188,7 +187,6 @@ def _extremum(name: str, forward: Fn, wins: Fn, word: str, sign: str) -> Primiti
         batch="broadcasting",
         broadcasts=True,
         rule=f"d {word}(a, b)/da = 1 where a {sign} b, ½ where a = b, else 0 (and alike for b)",
-        domain=EVERYWHERE,
     )
 
 
@@ -243,7 +241,6 @@ EXP = elementwise(
     vjp=lambda g, out, x: g * out,
     jvp=lambda t, out, x: t * out,
     rule="d eˣ/dx = eˣ",
-    domain=EVERYWHERE,
 )
 LOG = elementwise(
     "log",
@@ -270,7 +267,6 @@ TANH = elementwise(
     vjp=lambda g, out, x: g * (1 - out * out),
     jvp=lambda t, out, x: t * (1 - out * out),
     rule="d tanh x/dx = 1 − tanh²x",
-    domain=EVERYWHERE,
 )
 SIGMOID = elementwise(
     "sigmoid",
@@ -279,7 +275,6 @@ SIGMOID = elementwise(
     vjp=lambda g, out, x: g * out * (1 - out),
     jvp=lambda t, out, x: t * out * (1 - out),
     rule="d σ(x)/dx = σ(x)(1 − σ(x))",
-    domain=EVERYWHERE,
 )
 SOFTPLUS = elementwise(  # a smooth relu: log(1 + e^x) = max(x, 0) + log(1 + e^-|x|)
     "softplus",
@@ -288,7 +283,6 @@ SOFTPLUS = elementwise(  # a smooth relu: log(1 + e^x) = max(x, 0) + log(1 + e^-
     vjp=lambda g, out, x: g * ops.sigmoid(x),
     jvp=lambda t, out, x: t * ops.sigmoid(x),
     rule="d softplus(x)/dx = σ(x)",
-    domain=EVERYWHERE,
 )
 RELU = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     "relu",
@@ -297,7 +291,6 @@ RELU = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     vjp=lambda g, out, x: g * (constant(x) > 0),
     jvp=lambda t, out, x: t * (constant(x) > 0),
     rule="d relu(x)/dx = 1 if x > 0 else 0",
-    domain=EVERYWHERE,
     symbol="ReLU",
 )
 SIN = elementwise(
@@ -307,7 +300,6 @@ SIN = elementwise(
     vjp=lambda g, out, x: g * ops.cos(x),
     jvp=lambda t, out, x: t * ops.cos(x),
     rule="d sin x/dx = cos x",
-    domain=EVERYWHERE,
 )
 COS = elementwise(
     "cos",
@@ -316,7 +308,6 @@ COS = elementwise(
     vjp=lambda g, out, x: -g * ops.sin(x),
     jvp=lambda t, out, x: -t * ops.sin(x),
     rule="d cos x/dx = −sin x",
-    domain=EVERYWHERE,
 )
 SQRT = elementwise(
     "sqrt",
@@ -343,7 +334,6 @@ ABS = elementwise(  # the slope at x = 0 is 0, as in PyTorch
     vjp=lambda g, out, x: g * _sign(x),
     jvp=lambda t, out, x: t * _sign(x),
     rule="d |x|/dx = sign(x)",
-    domain=EVERYWHERE,
 )
 
 # --- reductions and reshaping (tensors) --------------------------------------------------
@@ -380,7 +370,6 @@ SUM = primitive(  # every input entry contributes once: the gradient is copied b
     transposed="broadcast",
     batch=_batch_over_axis("sum", None),
     rule="every entry of the input contributes once: the gradient is copied back",
-    domain=EVERYWHERE,
 )
 MEAN = primitive(  # a sum divided by the count of entries summed
     "mean",
@@ -395,7 +384,6 @@ MEAN = primitive(  # a sum divided by the count of entries summed
     transposed="broadcast ÷ n",
     batch=_batch_over_axis("mean", None),
     rule="like sum, divided by the number of entries averaged",
-    domain=EVERYWHERE,
 )
 
 
@@ -421,7 +409,6 @@ MAX = primitive(  # only the largest entry moves the max
     ),
     batch=_batch_over_axis("max", None),
     rule="only the largest entry moves the max: it gets the whole gradient",
-    domain=EVERYWHERE,
 )
 
 # --- batching rules of the shape ops (vmap; see batch_aligned above) ---------------------
@@ -540,7 +527,6 @@ RESHAPE = primitive(
     transposed="reshape back",
     batch=_batch_reshape,
     rule="the gradient is reshaped back to the input's shape",
-    domain=EVERYWHERE,
 )
 TRANSPOSE = primitive(  # undone by the inverse permutation
     "transpose",
@@ -555,7 +541,6 @@ TRANSPOSE = primitive(  # undone by the inverse permutation
     transposed="transpose back",
     batch=_batch_transpose,
     rule="the gradient is transposed back",
-    domain=EVERYWHERE,
 )
 BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies up
     "broadcast_to",
@@ -566,7 +551,6 @@ BROADCAST_TO = primitive(  # copies along new axes; the gradient adds the copies
     transposed="sum",
     batch=_batch_broadcast_to,
     rule="copies add up: the gradient is summed back to the input's shape",
-    domain=EVERYWHERE,
 )
 
 
@@ -603,7 +587,6 @@ GETITEM = primitive(  # x[index]: the gradient goes back to the entries that wer
     batch=_batch_getitem,
     rule="the gradient goes back to the entries that were read",
     display=lambda params: f"[{index_text(params['index'])}]",
-    domain=EVERYWHERE,
 )
 SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
     "scatter_add",
@@ -614,7 +597,6 @@ SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
     transposed="gather",
     batch=_batch_scatter_add,
     rule="the gradient is read back at the same index",
-    domain=EVERYWHERE,
 )
 
 
@@ -643,7 +625,6 @@ CONCATENATE = primitive(  # each input gets back its own slice of the gradient
     transposed="split",
     batch=_batch_concatenate,
     rule="each input gets back its own slice of the gradient",
-    domain=EVERYWHERE,
 )
 
 MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched cases below)
@@ -658,7 +639,6 @@ MATMUL = primitive(  # C = A B:  dA = G B^T,  dB = A^T G   (1-D and batched case
     transposed="@ cᵀ",
     batch=_batch_matmul,
     rule="C = A B:  dA = G Bᵀ,  dB = Aᵀ G",
-    domain=EVERYWHERE,
     symbol="@",
     notation="infix",
 )
@@ -704,7 +684,6 @@ SOFTMAX = primitive(  # J^T g = s * (g - <g, s>) along the axis
     jvp=(lambda t, out, x, axis=-1: out * (t - ops.sum(t * out, axis, keepdims=True)),),
     batch=_batch_over_axis("softmax", -1),
     rule="Jᵀg = s ⊙ (g − ⟨g, s⟩)",
-    domain=EVERYWHERE,
 )
 LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
     "log_softmax",
@@ -713,7 +692,6 @@ LOG_SOFTMAX = primitive(  # d log_softmax: g - softmax * sum(g)
     jvp=(lambda t, out, x, axis=-1: t - ops.sum(ops.exp(out) * t, axis, keepdims=True),),
     batch=_batch_over_axis("log_softmax", -1),
     rule="Jᵀg = g − softmax · Σg",
-    domain=EVERYWHERE,
 )
 
 
@@ -752,7 +730,6 @@ CROSS_ENTROPY = primitive(  # mean_i -log softmax(z_i)[y_i]
     batch=_batch_cross_entropy,
     batched_params=("targets",),
     rule="d loss/d logits = (softmax − one-hot) / N",
-    domain=EVERYWHERE,
 )
 
 # --- many scalars at once (Value) --------------------------------------------------------
@@ -769,7 +746,6 @@ ADD_N = primitive(  # x1 + x2 + ... + xn:  every input gets the upstream gradien
     transposed="fan-out",
     batch="broadcasting",
     rule="d(x₁ + … + xₙ)/dxᵢ = 1",
-    domain=EVERYWHERE,
 )
 
 
@@ -795,7 +771,6 @@ DOT = primitive(  # w1*x1 + ... + wn*xn  (inputs: w1..wn, x1..xn):  d/dwi = xi, 
     symbol="·",
     batch="broadcasting",
     rule="d(Σ wᵢxᵢ)/dwᵢ = xᵢ,  d(Σ wᵢxᵢ)/dxᵢ = wᵢ",
-    domain=EVERYWHERE,
 )
 
 
