@@ -83,26 +83,6 @@ def _plain_result(out: Operand, inputs: Operands) -> Operand:
     return out
 
 
-def _check_share(name: str, position: int, share: Operand, like: Operand) -> None:
-    """A vjp rule's result must have the shape of its input (None: no gradient)."""
-    if share is not None and _shape_of(share) != _shape_of(like):
-        raise ValueError(
-            f"{name}: the gradient share (vjp rule) for input {position} has shape "
-            f"{_shape_of(share)}, but that input has shape {_shape_of(like)} (sum a "
-            "broadcast share back with ops.unbroadcast(share, input))"
-        )
-
-
-def _check_tangent(name: str, tangent: Operand, out: Operand) -> None:
-    """A jvp rule's result must have the shape of the output."""
-    if tangent is not None and _shape_of(tangent) != _shape_of(out):
-        raise ValueError(
-            f"{name}: the jvp rule returned a tangent of shape {_shape_of(tangent)}, but the "
-            f"output has shape {_shape_of(out)} (stretch a broadcast input's tangent with "
-            "ops.broadcast_to(tangent, ops.shape(out)))"
-        )
-
-
 def _inner(a: Operand, b: Operand) -> Operand:
     """``Σ a·b`` over all entries (a plain product for scalars); works on traced values."""
     prod = a * b
@@ -171,12 +151,9 @@ def _missing_rule(name: str, mode: str) -> Rule:
     return rule
 
 
-def _as_rules(name: str, rules: Sequence[Rule] | None, n: int, mode: str) -> tuple[Rule, ...]:
+def _as_rules(name: str, rules: tuple[Rule, ...] | None, n: int, mode: str) -> tuple[Rule, ...]:
     if rules is None:
         return (_missing_rule(name, mode),) * n
-    if callable(rules):
-        rules = (rules,)
-    rules = tuple(rules)
     if len(rules) != n:
         raise ValueError(
             f"define_primitive {name!r}: {len(rules)} {mode} rule(s) given, but the op has "
@@ -189,12 +166,29 @@ def _as_rules(name: str, rules: Sequence[Rule] | None, n: int, mode: str) -> tup
 
 
 def _checked_vjp(name: str, i: int, rule: Rule) -> Rule:
+    """``rule``, its result checked to have the shape of input ``i`` (None: no gradient)."""
+
     def checked(g: Operand, out: Operand, *inputs: Operand, **params: Any) -> Operand:
         share = rule(g, out, *inputs, **params)
-        _check_share(name, i, share, inputs[i])
+        if share is not None and _shape_of(share) != _shape_of(inputs[i]):
+            raise ValueError(
+                f"{name}: the gradient share (vjp rule) for input {i} has shape "
+                f"{_shape_of(share)}, but that input has shape {_shape_of(inputs[i])} (sum a "
+                "broadcast share back with ops.unbroadcast(share, input))"
+            )
         return share
 
     return checked
+
+
+def _check_tangent(name: str, tangent: Operand, out: Operand) -> None:
+    """A jvp rule's result must have the shape of the output."""
+    if tangent is not None and _shape_of(tangent) != _shape_of(out):
+        raise ValueError(
+            f"{name}: the jvp rule returned a tangent of shape {_shape_of(tangent)}, but the "
+            f"output has shape {_shape_of(out)} (stretch a broadcast input's tangent with "
+            "ops.broadcast_to(tangent, ops.shape(out)))"
+        )
 
 
 def _checked_jvp(name: str, rule: Rule) -> Rule:
@@ -448,11 +442,7 @@ class CustomFunction:
         if self.jvp_rule is not None:
             full = [zeros_like(x) if t is None else t for t, x in zip(tangents, inputs)]
             tangent = self._user_jvp(inputs, full, _kwargs)
-            if _shape_of(tangent) != _shape_of(out):
-                raise ValueError(
-                    f"{self.kind} {self.name}: the jvp rule returned a tangent of shape "
-                    f"{_shape_of(tangent)}, but the output has shape {_shape_of(out)}"
-                )
+            _check_tangent(f"{self.kind} {self.name}", tangent, out)
             return tangent
         # J t from one bwd per output entry: (J t)[i] = <e_i J, t>
         assert self.fwd is not None
