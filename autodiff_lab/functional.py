@@ -25,6 +25,10 @@ Transformations compose in any order, to any depth:
   replays its recorded result with the duals put back (:func:`autodiff_lab.tangents.replay`);
 - forward over forward, ``jacfwd(jacfwd(f))``: duals inside duals, kept apart by tags.
 
+Each transformation below reads its plain case first; the adapters for arguments that carry
+an outer transformation's duals or batches are picked by one table, :data:`NESTING`
+(inner × outer → adapter), at the end of the module.
+
 Second derivatives: :func:`hessian` (``mode="fwd-rev"`` or ``"rev-rev"``) and :func:`hvp`,
 a Hessian-vector product without forming the Hessian.
 
@@ -594,9 +598,10 @@ class TracedLinearMap:
 #   linearize     | TracedLinearMap: jvp and vjp themselves
 #   jvp, vmap     | none: duals and batches of any kinds nest (the larger tag goes first)
 #
-# ``NESTING`` holds the rows; each cell is ``(when, adapter)``, tried in order, and
-# ``adapter(transformed, f, args, argnums)`` gives the transformation's result. No cell
-# matches: the plain case, which each transformation reads first.
+# ``NESTING`` (at the end of the module, after the adapters) holds the rows; each cell is
+# ``(when, adapter)``, tried in order, and ``adapter(transformed, f, args, argnums)`` gives
+# the transformation's result. No cell matches: the plain case, which each transformation
+# reads first.
 
 Adapter = Callable[[Fn, Fn, Operands, Any], Any]
 
@@ -620,9 +625,6 @@ def _duals_and_batches(args: Operands) -> bool:
     return any(isinstance(a, Batched) and isinstance(a.val, Dual) for a in args) or (
         _has_dual(args) and has_batch([innermost(a) for a in args])
     )
-
-
-NESTING: dict[str, tuple[tuple[Callable[[Operands], bool], Adapter], ...]] = {}
 
 
 def _adapter(inner: str, args: Operands) -> Adapter | None:
@@ -866,13 +868,13 @@ def _jacrev_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: int) -> Ope
     return ops.reshape(rows, tuple(out_shape) + tuple(x_shape))
 
 
-NESTING.update(
-    grad=((_carries_duals, _through_duals), (has_batch, _grad_in_vmap)),
-    jacrev=((_carries_duals, _through_duals), (has_batch, _jacrev_in_vmap)),
-    jacfwd=((_has_dual, _through_duals),),
-    vjp=(
+NESTING: dict[str, tuple[tuple[Callable[[Operands], bool], Adapter], ...]] = {
+    "grad": ((_carries_duals, _through_duals), (has_batch, _grad_in_vmap)),
+    "jacrev": ((_carries_duals, _through_duals), (has_batch, _jacrev_in_vmap)),
+    "jacfwd": ((_has_dual, _through_duals),),
+    "vjp": (
         (_duals_and_batches, _vjp_by_grad),
         (has_batch, _vjp_in_vmap),
         (_has_dual, _vjp_through_duals),
     ),
-)
+}

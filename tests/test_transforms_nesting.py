@@ -313,3 +313,32 @@ def test_jvp_of_vmap_of_vjp_with_a_dual_cotangent():
     out, tangent = jvp(vmap(lambda x: vjp(ops.sin, x)[1](x)[0]), (X,), (X,))
     close(out, np.cos(X) * X)
     close(tangent, (-np.sin(X) * X + np.cos(X)) * X)
+
+
+def test_the_nesting_table_in_the_comment_is_the_one_in_the_code():
+    """functional.py states its nesting table twice: as ``NESTING`` (what runs) and as a
+    comment a reader scans. Each row of the comment names the adapters of that row of
+    ``NESTING``, and no adapter the code does not use."""
+    import inspect
+    import re
+
+    from autodiff_lab import functional
+
+    source = inspect.getsource(functional)
+    rows: dict[str, set[str]] = {}
+    inner = ""
+    for line in source[
+        source.index("#   inner \\ outer") : source.index("#   hessian")
+    ].splitlines():
+        cells = [c.strip() for c in line.lstrip("# ").split("|")]
+        if cells[0] and not cells[0].startswith("-"):
+            inner = cells[0]
+        rows.setdefault(inner, set()).update(re.findall(r"_[a-z_]+", " ".join(cells[1:])))
+    rows.pop("inner \\ outer")
+    in_code = {
+        inner: {adapter.__name__ for _, adapter in cells}
+        for inner, cells in functional.NESTING.items()
+    }
+    assert rows == in_code
+    for name in set().union(*in_code.values()):
+        assert callable(getattr(functional, name))
