@@ -3,7 +3,7 @@ topological order and backpropagation.
 
 Every graph value is a :class:`Node`: its ``data``, its ``grad``, the nodes it was computed
 from (``_prev``, in argument order), the primitive that computed it (``_fn``, None for a
-leaf) with its parameters (``_ctx``), and ``requires_grad``. (:class:`Traced` is the base of
+leaf) with its parameters (``_params``), and ``requires_grad``. (:class:`Traced` is the base of
 every number that records or carries a derivative; the tracers of the transformations are
 in :mod:`autodiff_lab.kinds`.)
 
@@ -35,7 +35,7 @@ class Node(Traced):
 
     - ``data``: what it computed; ``grad``: its accumulated gradient;
     - ``_prev``: the nodes it was computed from, in argument order;
-    - ``_fn``: the primitive that computed it (None for a leaf) and ``_ctx``: that
+    - ``_fn``: the primitive that computed it (None for a leaf) and ``_params``: that
       primitive's keyword parameters (or None);
     - ``requires_grad``: whether gradients flow into it; ``label``: a name for drawings.
     """
@@ -45,7 +45,7 @@ class Node(Traced):
     grad: Any
     _prev: tuple[Node, ...]
     _fn: Primitive | None
-    _ctx: dict[str, Any] | None
+    _params: dict[str, Any] | None
     requires_grad: bool
     label: str
 
@@ -57,7 +57,7 @@ class Node(Traced):
     @property
     def _op(self) -> str:
         """The operation's symbol (``'+'``, ``'tanh'``…), ``''`` for a leaf (as micrograd)."""
-        return "" if self._fn is None else self._fn.op(self._ctx)
+        return "" if self._fn is None else self._fn.op(self._params)
 
     def detach(self) -> Node:
         """The same data as a new leaf, cut off from the graph."""
@@ -182,14 +182,14 @@ def backpropagate(
             continue
         parents = node._prev
         # The rules see the values (or, to record the backward pass as a graph, the nodes
-        # themselves); node._ctx holds the primitive's keyword parameters (axis=...).
+        # themselves); node._params holds the primitive's keyword parameters (axis=...).
         if len(parents) == 2:  # (most nodes: spelled out, quicker than a comprehension)
             a, b = parents
             values, wanted_by = [a.data, b.data], [a.requires_grad, b.requires_grad]
         else:
             values, wanted_by = [p.data for p in parents], [p.requires_grad for p in parents]
         out, inputs = (node, parents) if create_graph else (node.data, values)
-        shares = fn.pullback(g, out, inputs, node._ctx or _NO_PARAMS, wanted_by)
+        shares = fn.pullback(g, out, inputs, node._params or _NO_PARAMS, wanted_by)
         for position, share in enumerate(shares):
             if share is not None:
                 parent = parents[position]

@@ -283,7 +283,7 @@ def _linear_graph(
                     "jvp there"
                 )
             index[node] = len(nodes)
-            params = node._ctx or {}
+            params = node._params or {}
             nodes.append(
                 LinearNode(
                     len(nodes),

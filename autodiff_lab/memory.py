@@ -30,8 +30,8 @@ class GraphMemory:
 
     ``values``: every node's ``data`` (the output each op saved); ``grads``: the ``.grad``
     arrays or numbers held; ``saved``: what the ops keep besides (parameters and
-    residuals in ``_ctx``: index arrays, a custom rule's residuals); ``structure``: the
-    node objects and their ``_prev`` tuples and ``_ctx`` dicts.
+    residuals in ``_params``: index arrays, a custom rule's residuals); ``structure``: the
+    node objects and their ``_prev`` tuples and ``_params`` dicts.
     """
 
     nodes: int
@@ -92,7 +92,7 @@ def graph_memory(root: Node) -> GraphMemory:
     """The bytes the graph recorded behind ``root`` keeps alive, by operation.
 
     Every node ``root`` depends on (:func:`topological_order`) counts its object, its
-    ``data``, its ``grad``, its ``_prev`` tuple and its ``_ctx`` (parameters and saved
+    ``data``, its ``grad``, its ``_prev`` tuple and its ``_params`` (parameters and saved
     residuals); a buffer shared by several nodes (a view, the same float) counts once.
     This is what reverse mode must keep until the backward pass: it grows with the length
     of the computation (forward mode keeps nothing).
@@ -117,10 +117,10 @@ def graph_memory(root: Node) -> GraphMemory:
         grads = _bytes(node.grad, seen)
         structure = _bytes(node, seen) + _bytes(node._prev, seen)
         saved = 0
-        if node._ctx is not None:
-            seen.add(id(node._ctx))
-            structure += sys.getsizeof(node._ctx)
-            saved = sum(_bytes(v, seen) for v in node._ctx.values())
+        if node._params is not None:
+            seen.add(id(node._params))
+            structure += sys.getsizeof(node._params)
+            saved = sum(_bytes(v, seen) for v in node._params.values())
         memory.nodes += 1
         memory.values += values
         memory.grads += grads

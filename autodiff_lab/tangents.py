@@ -64,7 +64,7 @@ def replay(
                 continue
             if any(p in changed for p in node._prev):
                 inputs = [changed[p] if p in changed else unchanged(p) for p in node._prev]
-                changed[node] = bind(node._fn, *inputs, **(node._ctx or {}))
+                changed[node] = bind(node._fn, *inputs, **(node._params or {}))
         return changed[out] if out in changed else unchanged(out)
 
     return new_value(outputs)

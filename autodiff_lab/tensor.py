@@ -52,7 +52,7 @@ def _to_array(data: Any, dtype: Any, where: str) -> Array:
 class Tensor(Node, ArrayMethods):
     """An n-dimensional array in a recorded computation."""
 
-    __slots__ = ("data", "grad", "requires_grad", "_prev", "_fn", "_ctx", "label")
+    __slots__ = ("data", "grad", "requires_grad", "_prev", "_fn", "_params", "label")
     data: Array
     __array_ufunc__ = None  # ndarray + Tensor defers to Tensor.__radd__
 
@@ -68,7 +68,7 @@ class Tensor(Node, ArrayMethods):
         self.requires_grad = bool(requires_grad)
         self._prev = ()
         self._fn = None
-        self._ctx = None
+        self._params = None
         self.label = label
 
     @classmethod
@@ -109,10 +109,10 @@ class Tensor(Node, ArrayMethods):
         if graph._GradMode.enabled:  # recorded when any input requires grad
             for x in inputs:
                 if x.requires_grad:
-                    out.requires_grad, out._fn, out._ctx = True, fn, params or None
+                    out.requires_grad, out._fn, out._params = True, fn, params or None
                     out._prev = inputs
                     return out
-        out.requires_grad, out._prev, out._fn, out._ctx = False, (), None, None
+        out.requires_grad, out._prev, out._fn, out._params = False, (), None, None
         return out
 
     # --- array facts -------------------------------------------------------------------

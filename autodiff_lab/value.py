@@ -28,7 +28,7 @@ chapter 03 / micrograd              here
 …                                   (``primitive.py``, shared with ``Tensor`` and
                                     ``Dual``): each applies the op's entry with
                                     ``Value._apply``
-``out._backward``, the closure      ``_fn`` (the op's primitive) and ``_ctx`` (its
+``out._backward``, the closure      ``_fn`` (the op's primitive) and ``_params`` (its
 each op sets (``add``, ``mul``,     parameters); the primitive's ``vjp`` rules
 ``unary`` for ``tanh``, ``exp``,    (``ADD``, ``MUL``, ``POW_CONST`` in ``primitive.py``;
 ``**``)                             ``TANH``, ``EXP``, ``RELU`` in ``primitives.py``),
@@ -83,14 +83,14 @@ def _constant(x: Any, fn: P.Primitive) -> Value:
     """A number met by ``fn`` as a constant Value (``a * 3``: the 3)."""
     out = Value.__new__(Value)  # (no constructor call: a constant is made per operation)
     out.data, out.grad, out.label = _as_number(x, fn.symbol), 0.0, ""
-    out._prev, out._fn, out._ctx = (), None, None
+    out._prev, out._fn, out._params = (), None, None
     return out
 
 
 class Value(Node, P.NumberMethods):
     """A scalar in a recorded computation. ``Value(2.0) * Value(3.0)`` records a ``*`` node."""
 
-    __slots__ = ("data", "grad", "_prev", "_fn", "_ctx", "label")
+    __slots__ = ("data", "grad", "_prev", "_fn", "_params", "label")
     requires_grad = True  # every Value takes part in backward, as in micrograd
 
     def __init__(
@@ -100,7 +100,7 @@ class Value(Node, P.NumberMethods):
         self.grad = 0.0
         self._prev: tuple[Value, ...] = tuple(_children)
         self._fn = _primitive_for_symbol(_op, len(self._prev)) if _op else None
-        self._ctx = None
+        self._params = None
         self.label = label
 
     @classmethod
@@ -128,9 +128,9 @@ class Value(Node, P.NumberMethods):
         out.grad = 0.0
         out.label = ""
         if graph._GradMode.enabled:
-            out._prev, out._fn, out._ctx = inputs, fn, params or None
+            out._prev, out._fn, out._params = inputs, fn, params or None
         else:
-            out._prev, out._fn, out._ctx = (), None, None
+            out._prev, out._fn, out._params = (), None, None
         return out
 
     # --- arithmetic and functions (a * b, x.tanh()…): NumberMethods, in primitive.py ------

@@ -112,7 +112,7 @@ def is_tensor(node) -> bool:
 
 def op_text(node) -> str:
     """The text in an operation's circle: its primitive's display form, with parameters."""
-    return node._fn.text(node._ctx)
+    return node._fn.text(node._params)
 
 
 def combined_order(roots: Iterable) -> list:

@@ -364,7 +364,7 @@ class _BackwardRecorder:
             # scalar rules are linear in g: the pullback of 1 is each local derivative
             inputs = [p.data for p in node._prev]
             wanted = [p.requires_grad for p in node._prev]
-            self._locals = node._fn.pullback(1.0, node.data, inputs, node._ctx or {}, wanted)
+            self._locals = node._fn.pullback(1.0, node.data, inputs, node._params or {}, wanted)
 
     def share(self, node, position: int, share, before, after) -> None:
         parent = node._prev[position]
@@ -646,7 +646,7 @@ class ForwardStepper(_Stepper):
                 tangent[node] = t
                 events.append(Event(node, t))
                 continue
-            fn, ctx = node._fn, node._ctx or {}
+            fn, ctx = node._fn, node._params or {}
             inputs = [p.data for p in node._prev]
             incoming = [tangent[p] for p in node._prev]
             total = fn.pushforward(incoming, node.data, inputs, ctx)
