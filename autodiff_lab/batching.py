@@ -31,7 +31,7 @@ from numpy.typing import DTypeLike
 from . import ops
 from . import primitives as P
 from .dual import Dual, new_tag
-from .kinds import BatchedArray, Traced, constant
+from .kinds import BatchedArray, Boxed, constant
 from .methods import ArrayMethods, _plain_index
 from .primitive import bind
 from .types import Axes, Fn, Index, Operand, Operands, Shape, Tree
@@ -298,7 +298,7 @@ def _batch_argument(
         return type(x)(_batch_argument(v, a, tag, k, sizes) for v, a in zip(x, items))
     if axis is None:
         return x
-    if not isinstance(x, Traced):
+    if not isinstance(x, Boxed):
         x = np.asarray(x, dtype=float) if not isinstance(x, np.ndarray) else x
     shape = ops.shape(x)
     if not -len(shape) <= axis < len(shape):

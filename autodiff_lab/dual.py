@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import primitives as P
-from .kinds import DualNumber, Traced, constant, is_node, stop_gradient, zeros_like
+from .kinds import Boxed, DualNumber, constant, is_node, stop_gradient, zeros_like
 from .methods import ArrayMethods
 from .primitive import PLAIN_TYPES, bind
 from .types import Operand, Shape
@@ -43,7 +43,7 @@ class Dual(DualNumber, ArrayMethods):
     def __init__(self, primal: Operand, tangent: Operand = None, tag: int = 0) -> None:
         if isinstance(primal, list | tuple):
             primal = np.asarray(primal, dtype=float)
-        if not isinstance(primal, numbers.Number | np.ndarray | Traced):
+        if not isinstance(primal, numbers.Number | np.ndarray | Boxed):
             raise TypeError(f"Dual: primal must be a number or array, got {type(primal).__name__}")
         if isinstance(primal, numbers.Integral):
             primal = float(primal)
@@ -70,7 +70,7 @@ class Dual(DualNumber, ArrayMethods):
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
             plain = type(x) in PLAIN_TYPES or isinstance(x, numbers.Number)
-            if plain or isinstance(x, Traced):
+            if plain or isinstance(x, Boxed):
                 continue
             raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
         tag = max(x.tag for x in inputs if isinstance(x, Dual))

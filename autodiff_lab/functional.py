@@ -60,7 +60,7 @@ from . import graph, linear, ops
 from .batching import Batched, batch_levels, has_batch, lift, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
 from .extend import new_leaf
-from .kinds import Node, Traced, Tracer, as_primal, data_of, innermost, is_node, zeros_like
+from .kinds import Boxed, Node, Tracer, as_primal, data_of, innermost, is_node, zeros_like
 from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
@@ -97,7 +97,7 @@ def _leaf(x: Operand, *, scalar_as_value: bool = True) -> Operand:
     the outer transformation still sees both."""
     if is_node(x):
         return x * 1.0
-    if isinstance(x, Traced):  # (a vmap batch or a dual where a plain value must be)
+    if isinstance(x, Boxed):  # (a vmap batch or a dual where a plain value must be)
         raise NotImplementedError(
             f"reverse mode cannot start from a {type(x).__name__} here: this nesting of "
             "transformations (e.g. jvp of vmap of vjp) is not supported; apply jvp "
@@ -493,7 +493,7 @@ def _from_columns(out: Operand, columns: list[Operand], x_shape: Shape) -> Opera
     """The Jacobian of shape ``out.shape + x.shape`` from its columns."""
     if not x_shape:  # a scalar input: the Jacobian is the one column
         column = columns[0]
-        return column if isinstance(column, Traced) else np.asarray(column, dtype=float)[()]
+        return column if isinstance(column, Boxed) else np.asarray(column, dtype=float)[()]
     if not columns:
         return np.zeros(np.shape(data_of(out)) + x_shape)
     return _stack_last(columns).reshape(np.shape(data_of(out)) + x_shape)
@@ -535,7 +535,7 @@ def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph | TracedLinea
     a :class:`~autodiff_lab.linear.LinearGraph` (:func:`autodiff_lab.linear.linearize`)
     for numbers and arrays; inside another transformation (traced primals) the map is
     ``jvp`` itself and its transpose ``vjp`` (:class:`TracedLinearMap`)."""
-    if any(isinstance(p, Traced) for p in primals):
+    if any(isinstance(p, Boxed) for p in primals):
         linear_map = TracedLinearMap(f, primals)
         return linear_map.out, linear_map
     return linear.linearize(f, *primals)
@@ -549,7 +549,7 @@ def linear_transpose(
     (see :func:`autodiff_lab.linear.linear_transpose`)."""
     if isinstance(f_jvp, TracedLinearMap):
         return linear.linear_transpose(f_jvp, *primals)
-    if any(isinstance(p, Traced) for p in primals):
+    if any(isinstance(p, Boxed) for p in primals):
         return LinearTranspose(TracedLinearMap(f_jvp, primals))
     return linear.linear_transpose(f_jvp, *primals)
 
@@ -685,7 +685,7 @@ def _through_duals_batched(
         """A leaf holding the whole batch; when the batch holds the duals of an older
         jvp (``jvp(vmap(hessian))``), it holds their primals and is replayed with them."""
         core = innermost(whole)
-        if isinstance(core, Traced) and not is_node(core):
+        if isinstance(core, Boxed) and not is_node(core):
             raise NotImplementedError(
                 "forward over reverse mode inside vmap (jvp, jacfwd, hessian or hvp of a "
                 f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
@@ -738,7 +738,7 @@ def _batched_reverse(
     while True:  # (run again if f closes over the batches of other vmap calls)
         raws = [lift(args[i], levels) for i in nums]  # the whole batch of each argument
         nested = _ReverseNesting.depth > 0 or any(is_node(raw) for raw in raws)
-        leaves = [_leaf(raw if isinstance(raw, Traced) else np.asarray(raw)) for raw in raws]
+        leaves = [_leaf(raw if isinstance(raw, Boxed) else np.asarray(raw)) for raw in raws]
         call_args = list(args)
         for i, leaf in zip(nums, leaves, strict=True):
             call_args[i] = wrap(leaf, levels)
@@ -782,14 +782,14 @@ def _vjp_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: Any) -> tuple[
 
     def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
         seed = lift(cotangent, levels)
-        if not isinstance(seed, Traced):
+        if not isinstance(seed, Boxed):
             seed = np.asarray(seed, dtype=np.result_type(data_of(out)))
         if np.shape(data_of(seed)) != np.shape(data_of(out)):
             raise ValueError(
                 f"vjp: cotangent has shape {np.shape(data_of(seed))[batch_axes:]} per "
                 f"example, but f's output has shape {np.shape(data_of(out))[batch_axes:]}"
             )
-        if nested and not isinstance(seed, Traced):
+        if nested and not isinstance(seed, Boxed):
             seed = Tensor(seed)
         grads = _pull_back(out, leaves, seed, nested)
         return tuple(wrap(g, levels) for g in grads)

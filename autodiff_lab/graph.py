@@ -3,7 +3,7 @@ topological order and backpropagation.
 
 Every graph value is a :class:`Node`: its ``data``, its ``grad``, the nodes it was computed
 from (``_prev``, in argument order), the primitive that computed it (``_fn``, None for a
-leaf) with its parameters (``_params``), and ``requires_grad``. (:class:`Traced` is the base of
+leaf) with its parameters (``_params``), and ``requires_grad``. (:class:`Boxed` is the base of
 every number that records or carries a derivative; the tracers of the transformations are
 in :mod:`autodiff_lab.kinds`.)
 
@@ -24,13 +24,17 @@ if TYPE_CHECKING:
     from .primitive import Primitive
 
 
-class Traced:
-    """Base of every number that records or carries a derivative."""
+class Boxed:
+    """Base of every value that is not a plain number or array: a graph node (reverse mode),
+    a dual number (forward mode) or a vmap batch — a *box* around plain values, in HIPS
+    autograd's word. ``isinstance(x, Boxed)`` asks "is ``x`` not plain?" once for all three;
+    a :class:`~autodiff_lab.kinds.Tracer` is the box a running ``jvp`` or ``vmap`` call
+    puts around a value."""
 
     __slots__ = ()
 
 
-class Node(Traced):
+class Node(Boxed):
     """A value in a recorded graph. What the graph core reads:
 
     - ``data``: what it computed; ``grad``: its accumulated gradient;

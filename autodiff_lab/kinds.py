@@ -13,7 +13,7 @@ types (as minitorch's ``Variable`` protocol), never by probing for attributes.
   - :class:`BatchedArray` — a batch of values stacked along axis 0
     (:class:`~autodiff_lab.batching.Batched`): ``vmap``.
 
-All derive from :class:`~autodiff_lab.graph.Traced`; plain floats and numpy arrays are none of them.
+All derive from :class:`~autodiff_lab.graph.Boxed`; plain floats and numpy arrays are none of them.
 :func:`stop_gradient` (any of them as a constant) is written on these types alone. A tracer
 is always the outer layer around graph nodes; among tracers, the one with the largest tag
 (the innermost transformation) applies an operation first (:func:`~autodiff_lab.primitive.bind`).
@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .graph import Boxed as Boxed
 from .graph import Node as Node  # (imported from here too)
-from .graph import Traced as Traced
 
 if TYPE_CHECKING:
     from .primitive import Primitive
 
 
-class Tracer(Traced):
+class Tracer(Boxed):
     """A value wrapped by the transformation call ``tag``; ``_apply(prim, *inputs,
     **params)`` applies a primitive to inputs of which some are its own tracers."""
 
@@ -143,7 +143,7 @@ def as_primal(x: Any) -> Any:
     a Python number (or numpy scalar) as a float, for the scalar engine (``Value``);
     anything else as a float64 array, a 0-d array staying a 0-d array (``Tensor``), so
     ``hessian(f)(np.array(2.))`` runs ``f`` on the same kind of value as ``grad(f)``."""
-    if isinstance(x, Traced):
+    if isinstance(x, Boxed):
         return x
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
         return float(x)

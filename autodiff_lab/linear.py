@@ -30,7 +30,7 @@ from numpy.typing import DTypeLike
 from . import graph
 from .dual import Dual, new_tag
 from .graph import topological_order
-from .kinds import Node, Traced
+from .kinds import Boxed, Node
 from .ops import shape
 from .primitive import bind
 from .primitives import Primitive
@@ -191,7 +191,7 @@ class LinearGraph:
 
 def _checked(t: Operand, node: LinearNode, where: str) -> Operand:
     """A tangent or cotangent as an array (or traced value) of the node's shape."""
-    if not isinstance(t, Traced):
+    if not isinstance(t, Boxed):
         t = np.asarray(t, dtype=node.dtype)
     if tuple(shape(t)) != node.shape:
         raise ValueError(f"{where} has shape {tuple(shape(t))}, expected {node.shape}")
@@ -200,7 +200,7 @@ def _checked(t: Operand, node: LinearNode, where: str) -> Operand:
 
 def _plain(x: Operand, scalar: bool) -> Operand:
     """A float for a number's tangent, else the array (or traced value) as it is."""
-    if scalar and not isinstance(x, Traced):
+    if scalar and not isinstance(x, Boxed):
         return float(x)
     return x
 
@@ -215,7 +215,7 @@ def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph]:
     or a tuple of them. (Inside another transformation, traced primals, use
     :func:`autodiff_lab.functional.linearize`: there the map is ``jvp`` itself.)
     """
-    if any(isinstance(p, Traced) for p in primals):
+    if any(isinstance(p, Boxed) for p in primals):
         raise TypeError(
             "linearize: traced primals (inside another transformation): use "
             "autodiff_lab.functional.linearize"
@@ -260,7 +260,7 @@ def _linear_graph(
     outputs: list[int] = []
     for t, p in zip(tangent_outs, primal_outs, strict=True):
         if not isinstance(t, Tensor) or not t.requires_grad:  # constant: zero tangent
-            dtype = np.result_type(p) if not isinstance(p, Traced) else np.float64
+            dtype = np.result_type(p) if not isinstance(p, Boxed) else np.float64
             outputs.append(len(nodes))
             nodes.append(LinearNode(len(nodes), "zeros", shape=np.shape(p), dtype=dtype))
             continue

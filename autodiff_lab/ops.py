@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .kinds import Traced
+from .kinds import Boxed
 from .primitive import PRIMITIVES, bind, broadcast_to, shape, sum_to
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 
 def _is_traced(x: Any) -> bool:
     """True for the course's own number types (they know how to record an op)."""
-    return isinstance(x, Traced)
+    return isinstance(x, Boxed)
 
 
 # --- elementwise functions: each applies its entry of the primitive table ----------------

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .graph import Node, Traced
+from .graph import Boxed, Node
 from .kinds import BatchedArray, Tracer, constant
 from .types import Mask, Params, Rule
 
@@ -342,7 +342,7 @@ def broadcast_to(x: Any, new_shape: Sequence[int]) -> Any:
     """Repeat ``x`` along new or size-1 axes to ``new_shape`` (numpy broadcasting)."""
     if shape(x) == tuple(new_shape):
         return x
-    if isinstance(x, Traced):
+    if isinstance(x, Boxed):
         return x.broadcast_to(new_shape)  # type: ignore[attr-defined]
     return np.broadcast_to(x, new_shape)
 

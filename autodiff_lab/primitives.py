@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from . import ops
-from .kinds import BatchedArray, Traced, constant, zeros_like
+from .kinds import BatchedArray, Boxed, constant, zeros_like
 from .primitive import (
     ADD,
     DIV,
@@ -710,7 +710,7 @@ def _cross_entropy_vjp(g: Any, out: Any, z: Any, targets: Any) -> Any:
     """dL/dz = g (softmax(z) - onehot(targets)) / N."""
     n, classes = shape(z)
     p = ops.softmax(z, -1)
-    if type(p) is np.ndarray and not isinstance(g, Traced):  # a fresh array: in place, no copy
+    if type(p) is np.ndarray and not isinstance(g, Boxed):  # a fresh array: in place, no copy
         p[np.arange(n), targets] -= 1
         p *= g / n
         return p

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from . import graph
 from . import primitives as P
-from .kinds import BatchedArray, Node, Traced, constant, data_of, is_tracer
+from .kinds import BatchedArray, Boxed, Node, constant, data_of, is_tracer
 from .methods import ArrayMethods
 from .types import Shape
 
@@ -98,7 +98,7 @@ class Tensor(Node, ArrayMethods):
                 "align shapes from the right; each pair of sizes must be equal or one of them 1)"
             ) from None
         if type(data) is not np.ndarray:  # reductions give numpy scalars: keep arrays
-            if isinstance(data, Traced):
+            if isinstance(data, Boxed):
                 raise TypeError(
                     f"Tensor {fn.name}: its forward returned a {type(data).__name__} "
                     "for plain inputs; a primitive's forward must return numbers or arrays"
@@ -207,7 +207,7 @@ def _joinable(tensors: Any, where: str) -> list[Any]:
     """What concatenate and stack join: with a ``Dual`` or a vmap batch among the entries (the
     outer layer), the other entries as arrays; else every entry as a Tensor."""
     if any(is_tracer(t) for t in tensors):
-        return [t if isinstance(t, Traced) else _to_array(t, None, where) for t in tensors]
+        return [t if isinstance(t, Boxed) else _to_array(t, None, where) for t in tensors]
     return [t if isinstance(t, Tensor) else Tensor(t) for t in tensors]
 
 
@@ -251,7 +251,7 @@ def cross_entropy(logits: Tensor, targets: Any) -> ArrayMethods:
     ``logits`` has shape (N, C); ``targets`` holds N class indices in [0, C).
     Gradient: (softmax(logits) - onehot(targets)) / N. Forward-mode ``Dual`` logits work too.
     """
-    logits = logits if isinstance(logits, Traced) else Tensor(logits)
+    logits = logits if isinstance(logits, Boxed) else Tensor(logits)
     if logits.ndim != 2:
         raise ValueError(f"cross_entropy: logits must have shape (N, C), got {logits.shape}")
     if isinstance(targets, BatchedArray):  # vmap: labels that differ from example to example

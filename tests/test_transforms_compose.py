@@ -45,7 +45,7 @@ import autodiff_lab as adl
 from autodiff_lab import Tensor, ops
 from autodiff_lab import functional as F
 from autodiff_lab.extend import define_primitive
-from autodiff_lab.kinds import Traced
+from autodiff_lab.kinds import Boxed
 from autodiff_lab.primitives import ADD_N, DOT, PRIMITIVES, SCATTER_ADD, bind
 
 LONG = os.environ.get("AUTODIFF_LAB_FUZZ", "") == "long"
@@ -410,7 +410,7 @@ def no_tracer_inside(x, combo):
         raise AssertionError(f"a {type(x).__name__} came back where one array was expected")
     if set(combo) <= TRANSPARENT and isinstance(x, Tensor) and not x.requires_grad:
         x = x.data
-    assert not isinstance(x, Traced), f"a {type(x).__name__} leaked out: {x!r:.100}"
+    assert not isinstance(x, Boxed), f"a {type(x).__name__} leaked out: {x!r:.100}"
     arr = np.asarray(x)
     assert arr.dtype.kind == "f", f"result of dtype {arr.dtype}: {arr!r:.100}"
     return arr

@@ -23,7 +23,7 @@ import pytest
 from autodiff_lab import Dual, Tensor, checkpoint, custom_jvp, custom_vjp, ops
 from autodiff_lab.batching import Batched
 from autodiff_lab.functional import grad, hessian, hvp, jacfwd, jacrev, jvp, vjp, vmap
-from autodiff_lab.kinds import Traced
+from autodiff_lab.kinds import Boxed
 
 RTOL, ATOL = 1e-10, 1e-12
 
@@ -32,7 +32,7 @@ def plain(x):
     """The result as a float64 array, after checking nothing traced leaked out of it."""
     if isinstance(x, tuple | list):
         return type(x)(plain(v) for v in x)
-    assert not isinstance(x, Traced), f"a {type(x).__name__} leaked out: {x!r:.80}"
+    assert not isinstance(x, Boxed), f"a {type(x).__name__} leaked out: {x!r:.80}"
     arr = np.asarray(x)
     assert arr.dtype == np.float64, f"dtype {arr.dtype}: {arr!r:.80}"
     return arr
