@@ -83,6 +83,17 @@ def _plain_result(out: Operand, inputs: Operands) -> Operand:
     return out
 
 
+def new_leaf(
+    x: Operand, requires_grad: bool = True, scalar_as_value: bool = True
+) -> Value | Tensor:
+    """A plain value as a new graph leaf: a ``Value`` for a number (every Value takes
+    part in backward), else a ``Tensor`` (also for a number, with ``scalar_as_value=False``).
+    The one leaf maker: the transformations (``functional._leaf``) and checkpoint use it."""
+    if scalar_as_value and isinstance(x, numbers.Real):
+        return Value(float(x))
+    return Tensor(x, requires_grad=requires_grad)
+
+
 def _inner(a: Operand, b: Operand) -> Operand:
     """``Σ a·b`` over all entries (a plain product for scalars); works on traced values."""
     prod = a * b
@@ -487,16 +498,6 @@ def _ckpt_forward(*xs: Operand, f: Fn, n_args: int, _cell: Cell) -> Operand:
     with graph.no_grad():  # (a replay of the graph binds the node again)
         out = f(*(_constant_node(x) for x in xs[:n_args]))
     return _plain_result(out, xs[:n_args])
-
-
-def new_leaf(
-    x: Operand, requires_grad: bool = True, scalar_as_value: bool = True
-) -> Value | Tensor:
-    """A plain value as a new graph leaf: a ``Value`` for a number (every Value takes
-    part in backward), else a ``Tensor`` (also for a number, with ``scalar_as_value=False``)."""
-    if scalar_as_value and isinstance(x, numbers.Real):
-        return Value(float(x))
-    return Tensor(x, requires_grad=requires_grad)
 
 
 def _constant_node(x: Operand) -> Operand:
