@@ -145,9 +145,9 @@ def _pull_back(
     grads = []
     for leaf in leaves:
         g = found.get(leaf)
-        if g is None:
+        if g is None:  # (no path from the leaf to out)
             g = zeros_like(leaf)
-            g = (Value(g) if isinstance(leaf, Value) else Tensor(g)) if create_graph else g
+            g = new_leaf(g, requires_grad=False) if create_graph else g
         grads.append(g)
     return grads
 
