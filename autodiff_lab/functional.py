@@ -417,8 +417,8 @@ def _rows(out: Operand, leaf: Node, nested: bool, vectorize: bool) -> Operand:
     if isinstance(out, Value):  # scalar engine: one row, the gradient
         (row,) = _pull_back(out, [leaf], _seed_for(out, nested), nested)
         return row if nested else float(data_of(row))
-    if not isinstance(out, Tensor):
-        out = Tensor(data_of(out)) if not nested or not is_node(out) else out
+    if not isinstance(out, Tensor):  # (not a graph value)
+        out = Tensor(data_of(out))
     leaf_shape = np.shape(data_of(leaf))
     if vectorize and out.size:  # row i = e_iᵀ J, all i in one batch of cotangents
         eye = np.eye(out.size, dtype=out.dtype).reshape((out.size, *out.shape))
