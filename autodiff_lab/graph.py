@@ -3,9 +3,9 @@ topological order and backpropagation.
 
 Every graph value is a :class:`Node`: its ``data``, its ``grad``, the nodes it was computed
 from (``_prev``, in argument order), the primitive that computed it (``_fn``, None for a
-leaf) with its parameters (``_params``), and ``requires_grad``. (:class:`Boxed` is the base of
-every number that records or carries a derivative; the tracers of the transformations are
-in :mod:`autodiff_lab.kinds`.)
+leaf) with its parameters (``_params``), and ``requires_grad``. (:class:`Boxed` is the base
+of every value that is not a plain number or array: nodes, and the tracers of the
+transformations, which are in :mod:`autodiff_lab.kinds`.)
 
 The visualisations walk the graph with the same :func:`topological_order` that
 :func:`backpropagate` runs, so what the widgets show is what ``backward()`` does. What a
