@@ -268,15 +268,15 @@ def vjp(f: Fn, *primals: Operand) -> tuple[Operand, Pullback]:
     ``vjp_fn`` takes a cotangent shaped like ``out`` and returns a tuple with one gradient
     per primal. It can be called many times: the graph is recorded once.
     """
+    nums = tuple(range(len(primals)))
     adapter = _adapter("vjp", primals)
     if adapter is None:  # numbers, arrays or graph values
-        nums = range(len(primals))
         out, leaves, nested = _record(f, primals, nums)
         out = _one_output(out, "vjp")
         if has_batch([out]):  # f closes over a vmap batch
             return _vjp_in_vmap(vjp, f, primals, nums)
         return (out if nested else data_of(out)), _pullback_of(out, leaves, nested)
-    result: tuple[Operand, Pullback] = adapter(vjp, f, primals, tuple(range(len(primals))))
+    result: tuple[Operand, Pullback] = adapter(vjp, f, primals, nums)
     return result
 
 
@@ -361,8 +361,7 @@ def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     def jacfwd_f(*given: Operand) -> Operand:
         adapter = _adapter("jacfwd", given)
         if adapter is not None:
-            result: Operand = adapter(jacfwd_f, f, given, argnums)
-            return result
+            return adapter(jacfwd_f, f, given, argnums)
         args = list(given)  # numbers, arrays, graph values or vmap batches
         x = as_primal(args[argnums])
         x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
@@ -405,8 +404,7 @@ def jacrev(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
             if has_batch([out]):  # f closes over a vmap batch
                 return _jacrev_in_vmap(jacrev_f, f, args, argnums)
             return _rows(out, leaf, nested, vectorize)
-        result: Operand = adapter(jacrev_f, f, given, argnums)
-        return result
+        return adapter(jacrev_f, f, given, argnums)
 
     jacrev_f.__name__ = f"jacrev({getattr(f, '__name__', 'f')})"
     return jacrev_f
@@ -617,7 +615,9 @@ def _has_dual(args: Operands) -> bool:
 
 def _carries_duals(args: Operands) -> bool:
     """A dual number as an argument, or as the examples of a batch."""
-    return _has_dual(_duals_outside(args))
+    return any(
+        isinstance(a, Dual) or isinstance(a, Batched) and isinstance(a.val, Dual) for a in args
+    )
 
 
 def _duals_and_batches(args: Operands) -> bool:
