@@ -68,27 +68,6 @@ from .types import Fn, Operand, Operands, Pullback, Shape, Tree
 from .value import Value
 
 
-class _ReverseNesting:
-    """How many reverse-mode transformations are running ``f`` right now.
-
-    Inside another one, a transformation always records its backward pass as a graph
-    (create_graph) and returns graph values: ``f`` may close over the outer one's graph
-    values (``grad(lambda x: x * grad(lambda y: x * y)(1.0))``), and dropping the graph
-    would silently treat them as constants. ``with _running_reverse:`` counts one level.
-    """
-
-    depth = 0
-
-    def __enter__(self) -> None:
-        _ReverseNesting.depth += 1
-
-    def __exit__(self, *exc_info: Any) -> None:
-        _ReverseNesting.depth -= 1
-
-
-_running_reverse = _ReverseNesting()
-
-
 def _leaf(x: Operand, *, scalar_as_value: bool = True) -> Operand:
     """A fresh differentiable leaf holding ``x``. For a graph value (inside another
     reverse-mode transformation) a fresh node ``x · 1`` that depends on it: this
@@ -164,19 +143,19 @@ def _record(
     """
     args = list(args)
     nums = list(nums)
-    nested = _ReverseNesting.depth > 0 or any(is_node(args[i]) for i in nums)
+    nested = graph.outer_graph.depth > 0 or any(is_node(args[i]) for i in nums)
     given = [args[i] for i in nums]
     leaves = [_leaf(x, scalar_as_value=scalar_as_value) for x in given]
     for i, leaf in zip(nums, leaves, strict=True):
         args[i] = leaf
-    with _running_reverse:
+    with graph.outer_graph:
         out = f(*args)
     if any(is_node(x) for x in given) and not _closes_over(out, given, leaves):
         # f does not also close over the graph values it was given: differentiate them in
         # place (run again), so the recorded graph has no extra x · 1 node per level
         for i, x in zip(nums, given, strict=True):
             args[i] = x
-        with _running_reverse:
+        with graph.outer_graph:
             out = f(*args)
         leaves = given
     return out, leaves, nested
@@ -454,7 +433,7 @@ def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
 
     def hessian_f(*given: Operand) -> Operand:
         x = given[argnums]
-        if not _traced(given) and not is_node(x) and _ReverseNesting.depth == 0:
+        if not _traced(given) and not is_node(x) and graph.outer_graph.depth == 0:
             # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
             x = as_primal(x)
             args = list(given)
@@ -655,7 +634,9 @@ def _through_duals(transformed: Fn, f: Fn, given: Operands, argnums: Any) -> Tre
             args[i] = leaf
         elif i in differentiated:
             args[i] = _leaf(a)
-    return replay(transformed(*args), substitutions)
+    with graph.outer_graph:  # f may close over the leaves standing for the duals
+        recorded = transformed(*args)
+    return replay(recorded, substitutions)
 
 
 def _duals_outside(args: Operands) -> list[Operand]:
@@ -717,7 +698,9 @@ def _through_duals_batched(
             return type(x)(whole_batch(v) for v in x)
         return lift(x, levels)
 
-    return batches_again(replay(whole_batch(transformed(*args)), substitutions))
+    with graph.outer_graph:
+        recorded = transformed(*args)
+    return batches_again(replay(whole_batch(recorded), substitutions))
 
 
 def _batched_reverse(
@@ -737,12 +720,12 @@ def _batched_reverse(
     levels = batch_levels(args)
     while True:  # (run again if f closes over the batches of other vmap calls)
         raws = [lift(args[i], levels) for i in nums]  # the whole batch of each argument
-        nested = _ReverseNesting.depth > 0 or any(is_node(raw) for raw in raws)
+        nested = graph.outer_graph.depth > 0 or any(is_node(raw) for raw in raws)
         leaves = [_leaf(raw if isinstance(raw, Boxed) else np.asarray(raw)) for raw in raws]
         call_args = list(args)
         for i, leaf in zip(nums, leaves, strict=True):
             call_args[i] = wrap(leaf, levels)
-        with _running_reverse:
+        with graph.outer_graph:
             out = f(*call_args)
         if where == "vjp":
             out = _one_output(out, "vjp")

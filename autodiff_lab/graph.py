@@ -93,6 +93,26 @@ def no_grad() -> AbstractContextManager[None]:
     return grad_mode(False)
 
 
+class _OuterGraph:
+    """``with outer_graph:`` runs a function that may close over graph values made around
+    it: an outer reverse-mode transformation's, the leaves that stand for an outer jvp's
+    duals (forward over reverse), linearize's recorded tangents. Inside (``depth > 0``), a
+    reverse-mode transformation records its backward pass as a graph (create_graph) and
+    returns graph values, since dropping the graph would silently make those values
+    constants (``grad(lambda x: x * grad(lambda y: x * y)(1.0))(2.0)`` is 4, not 2)."""
+
+    depth = 0
+
+    def __enter__(self) -> None:
+        _OuterGraph.depth += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        _OuterGraph.depth -= 1
+
+
+outer_graph = _OuterGraph()
+
+
 def enable_grad() -> AbstractContextManager[None]:
     """Record again inside ``no_grad()`` (PyTorch's ``enable_grad``; checkpoint's
     recomputation and linearize's tangent graph need it when run under ``no_grad``)."""

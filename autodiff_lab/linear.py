@@ -30,7 +30,7 @@ from numpy.typing import DTypeLike
 from . import graph
 from .dual import Dual, new_tag
 from .graph import topological_order
-from .kinds import Boxed, Node
+from .kinds import Boxed, Node, data_of
 from .ops import shape
 from .primitive import bind
 from .primitives import Primitive
@@ -228,17 +228,18 @@ def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph]:
         for k, p in enumerate(plain)
     ]
     tag = new_tag()
-    with graph.enable_grad():  # (the tangent graph is recorded even inside no_grad())
+    # The tangent graph is recorded even inside no_grad(); f may close over its leaves.
+    with graph.enable_grad(), graph.outer_graph:
         out = f(*(Dual(p, leaf, tag) for p, leaf in zip(plain, leaves, strict=True)))
     several = isinstance(out, tuple | list)
     outs = list(out) if several else [out]
     primal_outs, tangent_outs = [], []
-    for o in outs:
+    for o in outs:  # (a primal is a graph value where f ran a gradient: its data)
         if isinstance(o, Dual) and o.tag == tag:
-            primal_outs.append(o.primal)
+            primal_outs.append(data_of(o.primal))
             tangent_outs.append(o.tangent)
         else:  # an output that does not depend on the primals
-            primal_outs.append(o)
+            primal_outs.append(data_of(o))
             tangent_outs.append(None)
     lin = _linear_graph(leaves, tangent_outs, primal_outs)
     lin._structure = type(out) if several else None
@@ -259,21 +260,11 @@ def _linear_graph(
         )
     outputs: list[int] = []
     for t, p in zip(tangent_outs, primal_outs, strict=True):
-        if not isinstance(t, Tensor) or not t.requires_grad:  # constant: zero tangent
-            dtype = np.result_type(p) if not isinstance(p, Boxed) else np.float64
-            outputs.append(len(nodes))
-            nodes.append(LinearNode(len(nodes), "zeros", shape=np.shape(p), dtype=dtype))
-            continue
-        for node in topological_order(t):
-            if node in index or not node.requires_grad:
-                continue
-            if node._fn is None:
-                raise ValueError(
-                    "linearize: f uses a graph value that requires grad from outside its "
-                    "arguments; pass it as an argument (or detach it)"
-                )
+        for node in topological_order(t) if isinstance(t, Tensor) else ():
+            args = tuple(index.get(parent) for parent in node._prev)
+            if node in index or node._fn is None or args.count(None) == len(args):
+                continue  # a tangent input, or a value that does not depend on them: a constant
             prim = node._fn
-            args = tuple(index[p] if p.requires_grad else None for p in node._prev)
             if not prim.is_linear_in([a is not None for a in args]):
                 raise ValueError(
                     f"linearize: a jvp rule applied the non-linear operation {prim.name!r} "
@@ -289,7 +280,10 @@ def _linear_graph(
                     len(nodes),
                     prim.name,
                     args=args,
-                    constants=tuple(None if p.requires_grad else p.data for p in node._prev),
+                    constants=tuple(
+                        None if a is not None else parent.data
+                        for a, parent in zip(args, node._prev)
+                    ),
                     params=params,
                     shape=np.shape(node.data),
                     dtype=node.data.dtype,
@@ -298,7 +292,12 @@ def _linear_graph(
                     prim=prim,
                 )
             )
-        outputs.append(index[t])
+        if isinstance(t, Tensor) and t in index:
+            outputs.append(index[t])
+        else:  # an output that does not depend on the tangents: a zero tangent
+            dtype = np.result_type(p) if not isinstance(p, Boxed) else np.float64
+            outputs.append(len(nodes))
+            nodes.append(LinearNode(len(nodes), "zeros", shape=np.shape(p), dtype=dtype))
     scalar_outputs = tuple(isinstance(p, float) for p in primal_outs)
     return LinearGraph(nodes, tuple(range(len(leaves))), tuple(outputs), None, (), scalar_outputs)
 

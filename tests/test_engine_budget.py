@@ -19,8 +19,8 @@ explanations, and they should not be what a budget pushes out).
 function runs during those four statements, and the files of ``Value``'s base classes.
 
 The reading path is issue 27's aim: at most 3 files (``value.py``, ``primitive.py``,
-``graph.py``) and about 700 lines (measured 3 December 2026: 576; before issue 27's
-split: 6 files, 1,448 lines). The engine's budget is its measured size, 3,276 lines on
+``graph.py``) and about 700 lines (measured 3 December 2026: 583; before issue 27's
+split: 6 files, 1,448 lines). The engine's budget is its measured size, 3,278 lines on
 3 December 2026 with every engine module passing ``mypy --strict``, rounded up to 3,280.
 Before issue 27 it was 3,261 lines, untyped; strict typing took it to 3,308 (annotations,
 ``types.py``, signatures that no longer fit on one line); the nesting table, one leaf maker
@@ -45,9 +45,9 @@ CORE += ["value", "tensor", "dual"]
 TRANSFORMATIONS = ["tangents", "batching", "extend", "linear", "functional"]
 ENGINE = [PACKAGE / f"{name}.py" for name in CORE + TRANSFORMATIONS]
 
-ENGINE_BUDGET = 3_280  # lines (measured: 3,276, strictly typed) — a ceiling to lower
+ENGINE_BUDGET = 3_280  # lines (measured: 3,278, strictly typed) — a ceiling to lower
 READING_PATH_FILES = 3  # files (measured: 3) — issue 27's aim
-READING_PATH_BUDGET = 700  # lines (measured: 576) — issue 27's aim: about 700
+READING_PATH_BUDGET = 700  # lines (measured: 583) — issue 27's aim: about 700
 
 CODE_TOKENS = {tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING}
 if sys.version_info >= (3, 12):  # f-strings are tokenized in pieces there

@@ -22,7 +22,7 @@ import pytest
 
 from autodiff_lab import Dual, Tensor, checkpoint, custom_jvp, custom_vjp, ops
 from autodiff_lab.batching import Batched
-from autodiff_lab.functional import grad, hessian, hvp, jacfwd, jacrev, jvp, vjp, vmap
+from autodiff_lab.functional import grad, hessian, hvp, jacfwd, jacrev, jvp, linearize, vjp, vmap
 from autodiff_lab.kinds import Boxed
 
 RTOL, ATOL = 1e-10, 1e-12
@@ -313,6 +313,54 @@ def test_jvp_of_vmap_of_vjp_with_a_dual_cotangent():
     out, tangent = jvp(vmap(lambda x: vjp(ops.sin, x)[1](x)[0]), (X,), (X,))
     close(out, np.cos(X) * X)
     close(tangent, (-np.sin(X) * X + np.cos(X)) * X)
+
+
+# --- found by the fuzzer against torch.func: a gradient closing over graph values made ------
+# around it (the leaves that stand for an outer jvp's duals, linearize's tangents) once
+# dropped them as constants: half the second derivative, or a zero linear map.
+
+K = 1.156
+
+
+def _closing_grad(x):
+    """x · d/dy (x y²) at y = K: 2 K x², closing over x (the jvp's or jacfwd's dual)."""
+    return grad(lambda y: x * y**2)(K) * x
+
+
+def test_forward_over_forward_over_a_closing_gradient(torch):
+    x = 0.655
+    got = jacfwd(jacfwd(_closing_grad))(x)
+    close(got, 4 * K)  # d²/dx² 2 K x²
+    close(got, central_difference(jacfwd(_closing_grad), x), **FD)
+    tf = torch.func
+    want = tf.jacfwd(tf.jacfwd(lambda x: tf.grad(lambda y: x * y**2)(torch.tensor(K)) * x))
+    close(got, want(torch.tensor(x)).numpy())
+    primal, tangent = jvp(jacfwd(_closing_grad), (x,), (0.578,))
+    close((primal, tangent), (4 * K * x, 4 * K * 0.578))
+
+
+def _closing_grad_of_a_sum(x):
+    """d/dy Σ (x y)² at y = k: 2 x² k, closing over x."""
+    return grad(lambda y: ((x * y) ** 2).sum())(np.array([0.4, 0.6]))
+
+
+def test_linearize_of_a_gradient_closing_over_the_tangent(torch):
+    x, k, t = np.array([0.3, 0.5]), np.array([0.4, 0.6]), np.array([1.0, -2.0])
+    out, f_jvp = linearize(_closing_grad_of_a_sum, x)
+    close(out, 2 * x * x * k)
+    close(f_jvp(t), 4 * x * k * t)  # J = diag(4 x k)
+    close(f_jvp(t), jvp(_closing_grad_of_a_sum, (x,), (t,))[1])
+    tf = torch.func
+    _, want = tf.linearize(lambda x: tf.grad(lambda y: ((x * y) ** 2).sum())(torch.tensor(k)),
+                           torch.tensor(x))  # fmt: skip
+    close(f_jvp(t), want(torch.tensor(t)).numpy())
+
+
+def test_linearize_of_a_function_closing_over_a_graph_value():
+    """A Tensor that requires grad, closed over, is a constant of the linear map."""
+    W = np.array([[1.0, 2.0], [3.0, 4.0]])
+    _, f_jvp = linearize(lambda x: Tensor(W, requires_grad=True) @ x, np.array([0.3, 0.5]))
+    close(f_jvp(np.array([1.0, -1.0])), W @ np.array([1.0, -1.0]))
 
 
 def test_the_nesting_table_in_the_comment_is_the_one_in_the_code():
