@@ -18,7 +18,7 @@ from notebook_helpers import assert_solutions_score_full_marks
 from autodiff_lab.functional import grad
 from autodiff_lab.grading import check
 from autodiff_lab.grading.exercises import ch08
-from autodiff_lab.grading.runners.ch08 import mlp_loss
+from autodiff_lab.grading.runners.ch08 import lines_run, mlp_loss
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -297,3 +297,33 @@ def test_transpose_reference_agrees_with_the_librarys_linear_transpose():
         expected = ch08.transpose_reference(case.inputs)
         for name, g in zip(names, got, strict=True):
             np.testing.assert_allclose(g, expected[name], rtol=1e-12, atol=1e-12)
+
+
+def _garbage_that_runs_python_when_collected(n=50):
+    """Reference cycles holding suspended generators: collecting one closes its generator,
+    which runs the lines of its ``finally`` clause."""
+
+    def suspended():
+        try:
+            yield 1
+        finally:
+            closed = True  # noqa: F841  (a line the collector runs)
+
+    for _ in range(n):
+        generator = suspended()
+        next(generator)
+        cycle = [generator]
+        cycle.append(cycle)
+
+
+def test_the_loop_probe_counts_only_the_rules_own_lines():
+    """8.2's loop probe counts the Python lines a rule runs. A collection during the count
+    once finalized other code's garbage and a right answer was marked as looping."""
+
+    def rule_that_allocates():  # enough containers for the collector to run, were it on
+        return len([[] for _ in range(20_000)])
+
+    _, clean = lines_run(rule_that_allocates)
+    _garbage_that_runs_python_when_collected()
+    _, with_garbage = lines_run(rule_that_allocates)
+    assert with_garbage == clean

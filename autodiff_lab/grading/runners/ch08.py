@@ -10,6 +10,7 @@ plain data. Nothing here knows the right result: references and mistakes live in
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import numpy as np
@@ -57,7 +58,9 @@ def lines_run(fn, *args):
 
     Lines, not calls: a loop body of slot operations (``acc += x[i]``) calls no function,
     but each pass runs its lines. The tracer that was set before (a debugger, coverage) is
-    put back afterwards.
+    put back afterwards. The garbage collector is paused meanwhile: a collection that
+    finalizes another test's or cell's objects (a suspended generator closed, say) runs
+    Python lines that are not ``fn``'s (a right answer once counted as a loop that way).
     """
     count = 0
 
@@ -67,12 +70,15 @@ def lines_run(fn, *args):
             count += 1
         return tracer
 
-    previous = sys.gettrace()
+    previous, collecting = sys.gettrace(), gc.isenabled()
+    gc.disable()
     sys.settrace(tracer)
     try:
         result = fn(*args)
     finally:
         sys.settrace(previous)
+        if collecting:
+            gc.enable()
     return result, count
 
 
