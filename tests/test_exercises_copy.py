@@ -20,6 +20,7 @@ import signal
 import types
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import nbformat
 import pytest
@@ -33,14 +34,16 @@ MAGIC = re.compile(r"^\s*[%!]", re.MULTILINE)
 
 def _defined(cells: list[str]) -> dict[str, object]:
     """Every function and class the cells define (by name, the last definition kept)."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
     namespace: dict = {"__name__": "__main__"}
     found: dict[str, object] = {}
     for k, source in enumerate(cells):
         if MAGIC.search(source) or "NotImplementedError" in source:
             continue
         before = dict(namespace)
+        # Agg for the cells' figures, only meanwhile: a kernel that a later test of this
+        # pytest worker starts inherits os.environ, and under Agg its figures never show
         with (
+            mock.patch.dict(os.environ, {"MPLBACKEND": "Agg"}),
             warnings.catch_warnings(),
             contextlib.redirect_stdout(io.StringIO()),
             contextlib.redirect_stderr(io.StringIO()),
