@@ -60,7 +60,7 @@ from . import graph, linear, ops
 from .batching import Batched, batch_levels, has_batch, lift, vmap, wrap  # noqa: F401
 from .dual import Dual, new_tag
 from .extend import new_leaf
-from .kinds import Boxed, Node, Tracer, as_primal, data_of, innermost, is_node, zeros_like
+from .kinds import Boxed, Node, as_primal, data_of, innermost, is_node, is_tracer, zeros_like
 from .linear import LinearGraph, LinearTranspose
 from .tangents import replay
 from .tensor import Tensor, stack
@@ -194,7 +194,9 @@ def value_and_grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
         if adapter is None:  # numbers, arrays or graph values
             nums = _argnums(argnums, len(given))
             out, leaves, nested = _record(f, given, nums)
-            if has_batch([out]):  # f closes over a vmap batch: its gradient is per example
+            if has_batch(
+                [innermost(out)]
+            ):  # f closes over a vmap batch: its gradient is per example
                 return _grad_in_vmap(value_and_grad_f, f, given, argnums)
             return _value_and_gradient(out, leaves, nested, argnums)
         return adapter(value_and_grad_f, f, given, argnums)
@@ -252,7 +254,7 @@ def vjp(f: Fn, *primals: Operand) -> tuple[Operand, Pullback]:
     if adapter is None:  # numbers, arrays or graph values
         out, leaves, nested = _record(f, primals, nums)
         out = _one_output(out, "vjp")
-        if has_batch([out]):  # f closes over a vmap batch
+        if has_batch([innermost(out)]):  # f closes over a vmap batch
             return _vjp_in_vmap(vjp, f, primals, nums)
         return (out if nested else data_of(out)), _pullback_of(out, leaves, nested)
     result: tuple[Operand, Pullback] = adapter(vjp, f, primals, nums)
@@ -287,9 +289,8 @@ def _pullback_of(out: Operand, leaves: list[Node], nested: bool) -> Pullback:
             if nested and not is_node(seed):
                 seed = Tensor(seed)
             elif not nested:
-                seed = seed.astype(
-                    np.result_type(data_of(out)), copy=False
-                )  # out may be a constant
+                # (out may be a constant)
+                seed = seed.astype(np.result_type(data_of(out)), copy=False)
         return tuple(_pull_back(out, leaves, seed, nested))
 
     return vjp_fn
@@ -353,10 +354,18 @@ def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
             basis = np.eye(n).reshape((n, *x_shape))
             push = vmap(lambda e: jvp(f_of_x, (x,), (e,)), out_axes=(None, -1))
             out, columns = push(basis)
+            if isinstance(out, tuple | list):  # one Jacobian per output
+                return type(out)(
+                    ops.reshape(c, np.shape(data_of(o)) + x_shape) for o, c in zip(out, columns)
+                )
             return ops.reshape(columns, np.shape(data_of(out)) + x_shape)
         out, columns = _by_columns(lambda e: jvp(f_of_x, (x,), (e,)), x_shape)
         if out is None:  # x has no entries: no column, but the output's shape is needed
             out = f_of_x(x)
+        if isinstance(out, tuple | list):  # one Jacobian per output, from its own columns
+            return type(out)(
+                _from_columns(o, [c[i] for c in columns], x_shape) for i, o in enumerate(out)
+            )
         return _from_columns(out, columns, x_shape)
 
     jacfwd_f.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
@@ -380,7 +389,7 @@ def jacrev(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
                 args[argnums] = np.asarray(args[argnums], dtype=float)
             out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
             out = _one_output(out, "jacrev")
-            if has_batch([out]):  # f closes over a vmap batch
+            if has_batch([innermost(out)]):  # f closes over a vmap batch
                 return _jacrev_in_vmap(jacrev_f, f, args, argnums)
             return _rows(out, leaf, nested, vectorize)
         return adapter(jacrev_f, f, given, argnums)
@@ -433,7 +442,7 @@ def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
 
     def hessian_f(*given: Operand) -> Operand:
         x = given[argnums]
-        if not _traced(given) and not is_node(x) and graph.outer_graph.depth == 0:
+        if not any(map(is_tracer, given)) and not is_node(x) and graph.outer_graph.depth == 0:
             # jacfwd(gradient), with the recording of the gradient hoisted out of the loop
             x = as_primal(x)
             args = list(given)
@@ -510,12 +519,17 @@ def hvp(f: Fn, x: Operand, v: Operand, mode: str = "fwd-rev") -> Operand:
 def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph | TracedLinearMap]:
     """``out, f_jvp = linearize(f, *primals)``: ``f``'s value and its jvp as a linear map:
     a :class:`~autodiff_lab.linear.LinearGraph` (:func:`autodiff_lab.linear.linearize`)
-    for numbers and arrays; inside another transformation (traced primals) the map is
-    ``jvp`` itself and its transpose ``vjp`` (:class:`TracedLinearMap`)."""
-    if any(isinstance(p, Boxed) for p in primals):
-        linear_map = TracedLinearMap(f, primals)
-        return linear_map.out, linear_map
-    return linear.linearize(f, *primals)
+    for numbers and arrays. Inside another transformation — traced primals, or ``f`` closing
+    over an outer transformation's values (its graph values, duals or batches), which a
+    graph of the jvp would hold as constants — the map is ``jvp`` itself and its transpose
+    ``vjp`` (:class:`TracedLinearMap`)."""
+    if not any(isinstance(p, Boxed) for p in primals) and graph.outer_graph.depth == 0:
+        try:
+            return linear.linearize(f, *primals)
+        except linear.ClosesOverTraced:  # f closes over an outer jvp's duals or vmap's batches
+            pass
+    linear_map = TracedLinearMap(f, primals)
+    return linear_map.out, linear_map
 
 
 def linear_transpose(
@@ -523,18 +537,16 @@ def linear_transpose(
 ) -> LinearTranspose:
     """The transpose of a linear map: ``linear_transpose(f_jvp)(ct)`` is ``Jᵀ ct``, for the
     map :func:`linearize` returns, or for a linear Python function with example primals
-    (see :func:`autodiff_lab.linear.linear_transpose`)."""
-    if isinstance(f_jvp, TracedLinearMap):
+    (see :func:`autodiff_lab.linear.linear_transpose`), linearized by :func:`linearize`."""
+    if isinstance(f_jvp, linear.Transposable) or not primals:
         return linear.linear_transpose(f_jvp, *primals)
-    if any(isinstance(p, Boxed) for p in primals):
-        return LinearTranspose(TracedLinearMap(f_jvp, primals))
-    return linear.linear_transpose(f_jvp, *primals)
+    return LinearTranspose(linearize(f_jvp, *primals)[1])
 
 
 class TracedLinearMap:
-    """:func:`linearize` inside another transformation (its primals are traced: ``vmap``'s
-    batches, ``jvp``'s duals, reverse mode's graph values). A graph of the jvp recorded
-    from them would hold those tracers as constants, so here the map *is* the jvp:
+    """:func:`linearize` inside another transformation (its primals, or values ``f`` closes
+    over, are traced: ``vmap``'s batches, ``jvp``'s duals, reverse mode's graph values). A
+    graph of the jvp recorded from them would hold them as constants, so here the map *is* the jvp:
     ``f_jvp(t)`` runs ``jvp(f, primals, t)`` (``f`` runs again for each tangent) and its
     transpose runs ``vjp(f, *primals)`` — the same numbers, by the transformations that
     compose with every other."""
@@ -581,11 +593,6 @@ class TracedLinearMap:
 # reads first.
 
 Adapter = Callable[[Fn, Fn, Operands, Any], Any]
-
-
-def _traced(args: Operands) -> bool:
-    """Whether an argument is a dual number or a vmap batch (an outer jvp's or vmap's)."""
-    return any(isinstance(a, Tracer) for a in args)
 
 
 def _has_dual(args: Operands) -> bool:

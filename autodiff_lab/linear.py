@@ -30,12 +30,24 @@ from numpy.typing import DTypeLike
 from . import graph
 from .dual import Dual, new_tag
 from .graph import topological_order
-from .kinds import Boxed, Node, data_of
+from .kinds import Boxed, Node, Tracer, data_of
 from .ops import shape
 from .primitive import bind
 from .primitives import Primitive
 from .tensor import Tensor
 from .types import Fn, Operand, Params, Shape, Tree
+
+CLOSES_OVER_TRACED = (
+    "linearize: f closes over values another transformation traces (a jvp's duals, a vmap's "
+    "batches, graph values that require grad, a gradient's leaves): a graph of its jvp would "
+    "hold them as constants. Use autodiff_lab.functional.linearize, whose map is then jvp itself"
+)
+
+
+class ClosesOverTraced(TypeError):
+    """Raised by :func:`linearize` when ``f`` closes over values another transformation
+    traces (a jvp's duals, a vmap's batches, graph values that require grad): a graph of its
+    jvp cannot hold them. :func:`autodiff_lab.functional.linearize` then uses jvp itself."""
 
 
 @dataclass
@@ -235,20 +247,24 @@ def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph]:
     outs = list(out) if several else [out]
     primal_outs, tangent_outs = [], []
     for o in outs:  # (a primal is a graph value where f ran a gradient: its data)
-        if isinstance(o, Dual) and o.tag == tag:
-            primal_outs.append(data_of(o.primal))
-            tangent_outs.append(o.tangent)
-        else:  # an output that does not depend on the primals
-            primal_outs.append(data_of(o))
-            tangent_outs.append(None)
-    lin = _linear_graph(leaves, tangent_outs, primal_outs)
-    lin._structure = type(out) if several else None
-    lin._scalar_inputs = tuple(isinstance(p, float) for p in plain)
+        primal, tangent = (
+            (o.primal, o.tangent) if isinstance(o, Dual) and o.tag == tag else (o, None)
+        )
+        if isinstance(primal, Tracer) or isinstance(tangent, Tracer):
+            raise ClosesOverTraced(CLOSES_OVER_TRACED)
+        primal_outs.append(data_of(primal))
+        tangent_outs.append(tangent)
+    scalars = tuple(isinstance(p, float) for p in plain)
+    lin = _linear_graph(leaves, tangent_outs, primal_outs, type(out) if several else None, scalars)
     return (type(out)(primal_outs) if several else primal_outs[0]), lin
 
 
 def _linear_graph(
-    leaves: list[Tensor], tangent_outs: list[Operand], primal_outs: list[Operand]
+    leaves: list[Tensor],
+    tangent_outs: list[Operand],
+    primal_outs: list[Operand],
+    structure: type | None,
+    scalar_inputs: tuple[bool, ...],
 ) -> LinearGraph:
     """The recorded tangent graph as a list of :class:`LinearNode` (checked linear)."""
     nodes: list[LinearNode] = []
@@ -260,11 +276,18 @@ def _linear_graph(
         )
     outputs: list[int] = []
     for t, p in zip(tangent_outs, primal_outs, strict=True):
-        for node in topological_order(t) if isinstance(t, Tensor) else ():
-            args = tuple(index.get(parent) for parent in node._prev)
-            if node in index or node._fn is None or args.count(None) == len(args):
-                continue  # a tangent input, or a value that does not depend on them: a constant
+        if not isinstance(t, Tensor) or not t.requires_grad:  # constant: zero tangent
+            dtype = np.result_type(p) if not isinstance(p, Boxed) else np.float64
+            outputs.append(len(nodes))
+            nodes.append(LinearNode(len(nodes), "zeros", shape=np.shape(p), dtype=dtype))
+            continue
+        for node in topological_order(t):
+            if node in index or not node.requires_grad:
+                continue
+            if node._fn is None:  # (a leaf that is not a tangent: f's gradients' or outside)
+                raise ClosesOverTraced(CLOSES_OVER_TRACED)
             prim = node._fn
+            args = tuple(index[p] if p.requires_grad else None for p in node._prev)
             if not prim.is_linear_in([a is not None for a in args]):
                 raise ValueError(
                     f"linearize: a jvp rule applied the non-linear operation {prim.name!r} "
@@ -280,10 +303,7 @@ def _linear_graph(
                     len(nodes),
                     prim.name,
                     args=args,
-                    constants=tuple(
-                        None if a is not None else parent.data
-                        for a, parent in zip(args, node._prev)
-                    ),
+                    constants=tuple(None if p.requires_grad else p.data for p in node._prev),
                     params=params,
                     shape=np.shape(node.data),
                     dtype=node.data.dtype,
@@ -292,14 +312,10 @@ def _linear_graph(
                     prim=prim,
                 )
             )
-        if isinstance(t, Tensor) and t in index:
-            outputs.append(index[t])
-        else:  # an output that does not depend on the tangents: a zero tangent
-            dtype = np.result_type(p) if not isinstance(p, Boxed) else np.float64
-            outputs.append(len(nodes))
-            nodes.append(LinearNode(len(nodes), "zeros", shape=np.shape(p), dtype=dtype))
+        outputs.append(index[t])
     scalar_outputs = tuple(isinstance(p, float) for p in primal_outs)
-    return LinearGraph(nodes, tuple(range(len(leaves))), tuple(outputs), None, (), scalar_outputs)
+    inputs = tuple(range(len(leaves)))
+    return LinearGraph(nodes, inputs, tuple(outputs), structure, scalar_inputs, scalar_outputs)
 
 
 @runtime_checkable

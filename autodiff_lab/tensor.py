@@ -198,9 +198,10 @@ def _constant(x: Any, like: Tensor, fn: P.Primitive) -> Tensor:
     try:
         return Tensor(x)
     except (TypeError, ValueError):
-        raise TypeError(
-            f"Tensor {fn.symbol}: cannot combine a Tensor with {type(x).__name__} {x!r:.40}"
-        ) from None
+        hint = " (grad makes a Python number a Value: inside array transformations pass "
+        hint = hint + "np.asarray(x))" if isinstance(x, Node) else ""
+        what = f"{type(x).__name__} {x!r:.40}{hint}"
+        raise TypeError(f"Tensor {fn.symbol}: cannot combine a Tensor with {what}") from None
 
 
 def _joinable(tensors: Any, where: str) -> list[Any]:

@@ -357,10 +357,70 @@ def test_linearize_of_a_gradient_closing_over_the_tangent(torch):
 
 
 def test_linearize_of_a_function_closing_over_a_graph_value():
-    """A Tensor that requires grad, closed over, is a constant of the linear map."""
-    W = np.array([[1.0, 2.0], [3.0, 4.0]])
-    _, f_jvp = linearize(lambda x: Tensor(W, requires_grad=True) @ x, np.array([0.3, 0.5]))
-    close(f_jvp(np.array([1.0, -1.0])), W @ np.array([1.0, -1.0]))
+    """A Tensor that requires grad, closed over, stays differentiable (the map is jvp)."""
+    W, t = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0])
+    w = Tensor(W, requires_grad=True)
+    _, f_jvp = linearize(lambda x: w @ x, np.array([0.3, 0.5]))
+    y = f_jvp(t)
+    np.testing.assert_allclose(y.data, W @ t)
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad, np.outer(np.ones(2), t))  # d/dW Σ W t = 1 tᵀ
+
+
+def _closing_linearize(x, k0=0.7, k1=0.9):
+    """The jvp at y = k0, along k1, of y ↦ (x y)³ - x y, closing over x: (3x³k0² - x) k1."""
+    return linearize(lambda y: (x * y) ** 3 - x * y, k0)[1](k1)
+
+
+def _closing_linearize_slope(x, k0=0.7, k1=0.9):
+    return (9 * x**2 * k0**2 - 1) * k1
+
+
+@pytest.mark.parametrize(
+    "outer",
+    [
+        lambda x: grad(_closing_linearize)(x),
+        lambda x: jvp(_closing_linearize, (x,), (1.0,))[1],
+        lambda x: jacfwd(_closing_linearize)(x),
+        lambda x: jacrev(_closing_linearize, vectorize=True)(x),
+        lambda x: vmap(lambda c: jacfwd(_closing_linearize)(x * c))(np.array([1.0]))[0],
+    ],
+    ids=["grad", "jvp", "jacfwd", "jacrev(vectorize)", "vmap(jacfwd)"],
+)
+def test_linearize_closing_over_an_outer_transformations_value(outer):
+    """linearize of a function closing over a graph value, a dual or a batch gave the zero
+    map (those were constants of its graph); the map is then jvp itself."""
+    x = 0.643
+    got = outer(x)
+    close(got, _closing_linearize_slope(x))
+    close(got, central_difference(lambda x: np.asarray(_closing_linearize(x)), x), **FD)
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_jacfwd_of_a_tuple_valued_function_gives_one_jacobian_per_output(vectorize, torch):
+    """As reverse mode's error message says, jacfwd accepts tuples (it raised numpy's
+    "setting an array element with a sequence")."""
+    x = np.array([0.3, -0.5, 1.2])
+    got = jacfwd(lambda x: (ops.sin(x), x.sum() * x), vectorize=vectorize)(x)
+    assert isinstance(got, tuple) and len(got) == 2
+    close(got[0], np.diag(np.cos(x)))
+    close(got[1], x.sum() * np.eye(3) + np.outer(x, np.ones(3)))  # d(s x)/dx = s I + x 1ᵀ
+    want = torch.func.jacfwd(lambda x: (torch.sin(x), x.sum() * x))(torch.tensor(x))
+    close(got, tuple(w.numpy() for w in want))
+
+
+def test_a_gradient_of_a_python_number_inside_a_transformation_of_arrays_says_what_to_do():
+    """grad makes a Python number a scalar-engine Value, which cannot meet a Tensor: the error
+    says so and what to pass instead, and that advice gives the right number (d²/dx² x² = 2)."""
+    with pytest.raises(TypeError, match=r"Value.*np\.asarray\(x\)"):
+        jacrev(jacfwd(lambda x: grad(lambda y: x * x * y)(1.0)))(0.7)
+    close(jacrev(jacfwd(lambda x: grad(lambda y: x * x * y)(np.asarray(1.0))))(0.7), 2.0)
+
+
+def test_grad_closing_over_a_dual_of_batches_refuses_clearly():
+    """It raised "grad: f must return a number, got Batched" (the batch was under a dual)."""
+    with pytest.raises(NotImplementedError, match="not supported"):
+        vmap(jacfwd(lambda x: grad(lambda y: x * x * y)(np.asarray(1.0))))(np.array([0.3, 0.5]))
 
 
 def test_the_nesting_table_in_the_comment_is_the_one_in_the_code():
