@@ -22,7 +22,7 @@ import numpy as np
 
 from . import primitives as P
 from .kinds import Boxed, DualNumber, constant, is_node, stop_gradient, zeros_like
-from .methods import ArrayMethods
+from .methods import ArrayMethods, _shape
 from .primitive import PLAIN_TYPES, bind
 from .types import Operand, Shape
 
@@ -51,10 +51,9 @@ class Dual(DualNumber, ArrayMethods):
             tangent = zeros_like(primal)
         elif isinstance(tangent, list | tuple):
             tangent = np.asarray(tangent, dtype=float)
-        if np.shape(constant(tangent)) != np.shape(constant(primal)):
+        if _shape(tangent) != _shape(primal):
             raise ValueError(
-                f"Dual: tangent shape {np.shape(constant(tangent))} must equal primal shape "
-                f"{np.shape(constant(primal))}"
+                f"Dual: tangent shape {_shape(tangent)} must equal primal shape {_shape(primal)}"
             )
         self.primal, self.tangent, self.tag = primal, tangent, tag
 
@@ -69,10 +68,8 @@ class Dual(DualNumber, ArrayMethods):
     def _apply(cls, fn: P.Primitive, *inputs: Operand, **params: Any) -> Dual:
         """Push the primals through ``fn`` and the tangents through its jvp rules."""
         for x in inputs:
-            plain = type(x) in PLAIN_TYPES or isinstance(x, numbers.Number)
-            if plain or isinstance(x, Boxed):
-                continue
-            raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
+            if type(x) not in PLAIN_TYPES and not isinstance(x, Boxed | numbers.Number):
+                raise TypeError(f"Dual {fn.symbol}: cannot combine a Dual with {type(x).__name__}")
         tag = max(x.tag for x in inputs if isinstance(x, Dual))
         mine = [isinstance(x, Dual) and x.tag == tag for x in inputs]
         primals = [x.primal if m else x for x, m in zip(inputs, mine)]
@@ -98,7 +95,7 @@ class Dual(DualNumber, ArrayMethods):
 
     @property
     def shape(self) -> Shape:
-        return np.shape(constant(self.primal))
+        return _shape(self.primal)
 
     @property
     def ndim(self) -> int:

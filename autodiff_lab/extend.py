@@ -47,6 +47,7 @@ from .kinds import (
     stop_gradient,  # noqa: F401  (part of this module's API)
     zeros_like,
 )
+from .methods import _shape
 from .primitive import PRIMITIVES, bind
 from .primitives import EVERYWHERE, Domain, Primitive
 from .tensor import Tensor, stack
@@ -65,10 +66,6 @@ Cell = dict[str, Any]
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def _shape_of(x: Operand) -> Shape:
-    return tuple(np.shape(constant(x)))
 
 
 def _plain_result(out: Operand, inputs: Operands) -> Operand:
@@ -97,7 +94,7 @@ def new_leaf(
 def _inner(a: Operand, b: Operand) -> Operand:
     """``Σ a·b`` over all entries (a plain product for scalars); works on traced values."""
     prod = a * b
-    return ops.sum(prod) if _shape_of(prod) else prod
+    return ops.sum(prod) if _shape(prod) else prod
 
 
 def _stack(values: list[Operand]) -> Operand:
@@ -110,9 +107,7 @@ def _stack(values: list[Operand]) -> Operand:
 
 def _assemble(entries: list[Operand], shape: Shape) -> Operand:
     """Numbers (one per entry of ``shape``, in C order) as one array of ``shape``."""
-    if not shape:
-        return entries[0]
-    return ops.reshape(_stack(entries), shape)
+    return ops.reshape(_stack(entries), shape) if shape else entries[0]
 
 
 def _batch_by_loop(prim: Primitive) -> Rule:
@@ -123,12 +118,8 @@ def _batch_by_loop(prim: Primitive) -> Rule:
 
     def rule(args: Operands, batched: Sequence[bool], **params: Any) -> Operand:
         size = next(ops.shape(a)[0] for a, b in zip(args, batched) if b)
-        return _stack(
-            [
-                bind(prim, *[a[i] if b else a for a, b in zip(args, batched)], **params)
-                for i in range(size)
-            ]
-        )
+        examples = ([a[i] if b else a for a, b in zip(args, batched)] for i in range(size))
+        return _stack([bind(prim, *example, **params) for example in examples])
 
     return rule
 
@@ -136,7 +127,7 @@ def _batch_by_loop(prim: Primitive) -> Rule:
 # --- define_primitive -----------------------------------------------------------------------
 
 
-def _arity(name: str, forward: Fn, vjp: Sequence[Rule] | None, jvp: Sequence[Rule] | None) -> int:
+def _arity(forward: Fn, vjp: Sequence[Rule] | None, jvp: Sequence[Rule] | None) -> int:
     """The number of inputs: the positional parameters of ``forward`` without a default
     (or, for ``forward(*xs)`` and builtins, the number of rules given)."""
     rules = len(vjp) if vjp is not None else len(jvp) if jvp is not None else 1
@@ -150,65 +141,60 @@ def _arity(name: str, forward: Fn, vjp: Sequence[Rule] | None, jvp: Sequence[Rul
     return sum(1 for p in params if p.kind in kinds and p.default is inspect.Parameter.empty)
 
 
-def _missing_rule(name: str, mode: str) -> Rule:
-    def rule(*args: Operand, **params: Any) -> Operand:
-        what = (
-            "reverse mode (backward(), grad, vjp, jacrev) needs its vjp rules: pass vjp=..."
-            if mode == "vjp"
-            else "forward mode (Dual, jvp, jacfwd, hessian) needs its jvp rules: pass jvp=..."
-        )
-        raise NotImplementedError(f"primitive {name!r} was defined without a {mode} rule; {what}")
-
-    return rule
+# What needs an entry's rules of each mode (the error of a rule that was not given).
+_NEEDED_BY = {
+    "vjp": "reverse mode (backward(), grad, vjp, jacrev) needs its vjp rules: pass vjp=...",
+    "jvp": "forward mode (Dual, jvp, jacfwd, hessian) needs its jvp rules: pass jvp=...",
+}
 
 
 def _as_rules(name: str, rules: tuple[Rule, ...] | None, n: int, mode: str) -> tuple[Rule, ...]:
-    if rules is None:
-        return (_missing_rule(name, mode),) * n
-    if len(rules) != n:
+    """The entry's ``mode`` rules, one per input (:func:`_checked`): those given, each
+    checking the shape of its result, or, when none are given, rules that raise when needed."""
+    if rules is not None and len(rules) != n:
         raise ValueError(
             f"define_primitive {name!r}: {len(rules)} {mode} rule(s) given, but the op has "
             f"{n} input(s) (one rule per input)"
         )
-    for i, r in enumerate(rules):
+    for i, r in enumerate(rules or ()):
         if not callable(r):
             raise TypeError(f"define_primitive {name!r}: {mode} rule {i} is not callable: {r!r}")
-    return rules
+    return tuple(_checked(name, mode, i, None if rules is None else rules[i]) for i in range(n))
 
 
-def _checked_vjp(name: str, i: int, rule: Rule) -> Rule:
-    """``rule``, its result checked to have the shape of input ``i`` (None: no gradient)."""
+def _checked(name: str, mode: str, i: int, rule: Rule | None) -> Rule:
+    """``rule`` (for input ``i``, called with ``d``: the gradient or the tangent), its result
+    checked to have the shape of that input (a vjp rule's gradient share) or of the output (a
+    jvp rule's tangent; None: no derivative). Without a rule (None) it raises when called,
+    naming the op and what needed the rule."""
 
-    def checked(g: Operand, out: Operand, *inputs: Operand, **params: Any) -> Operand:
-        share = rule(g, out, *inputs, **params)
-        if share is not None and _shape_of(share) != _shape_of(inputs[i]):
+    def checked(d: Operand, out: Operand, *inputs: Operand, **params: Any) -> Operand:
+        if rule is None:
+            raise NotImplementedError(
+                f"primitive {name!r} was defined without a {mode} rule; {_NEEDED_BY[mode]}"
+            )
+        result = rule(d, out, *inputs, **params)
+        if mode == "jvp":
+            _check_tangent(name, result, out)
+        elif result is not None and _shape(result) != _shape(inputs[i]):
             raise ValueError(
                 f"{name}: the gradient share (vjp rule) for input {i} has shape "
-                f"{_shape_of(share)}, but that input has shape {_shape_of(inputs[i])} (sum a "
+                f"{_shape(result)}, but that input has shape {_shape(inputs[i])} (sum a "
                 "broadcast share back with ops.unbroadcast(share, input))"
             )
-        return share
+        return result
 
     return checked
 
 
 def _check_tangent(name: str, tangent: Operand, out: Operand) -> None:
     """A jvp rule's result must have the shape of the output."""
-    if tangent is not None and _shape_of(tangent) != _shape_of(out):
+    if tangent is not None and _shape(tangent) != _shape(out):
         raise ValueError(
-            f"{name}: the jvp rule returned a tangent of shape {_shape_of(tangent)}, but the "
-            f"output has shape {_shape_of(out)} (stretch a broadcast input's tangent with "
+            f"{name}: the jvp rule returned a tangent of shape {_shape(tangent)}, but the "
+            f"output has shape {_shape(out)} (stretch a broadcast input's tangent with "
             "ops.broadcast_to(tangent, ops.shape(out)))"
         )
-
-
-def _checked_jvp(name: str, rule: Rule) -> Rule:
-    def checked(t: Operand, out: Operand, *inputs: Operand, **params: Any) -> Operand:
-        tangent = rule(t, out, *inputs, **params)
-        _check_tangent(name, tangent, out)
-        return tangent
-
-    return checked
 
 
 def _domain(name: str, domain: Domain | tuple[str, Fn] | None) -> Domain:
@@ -271,9 +257,7 @@ def define_primitive(
         )
     vjp_t = None if vjp is None else ((vjp,) if callable(vjp) else tuple(vjp))
     jvp_t = None if jvp is None else ((jvp,) if callable(jvp) else tuple(jvp))
-    n = _arity(name, forward, vjp_t, jvp_t)
-    vjp_rules = _as_rules(name, vjp_t, n, "vjp")
-    jvp_rules = _as_rules(name, jvp_t, n, "jvp")
+    n = _arity(forward, vjp_t, jvp_t)
 
     def plain_forward(*inputs: Operand, **params: Any) -> Operand:
         if len(inputs) != n:
@@ -284,8 +268,8 @@ def define_primitive(
     prim = Primitive(
         name,
         plain_forward,
-        vjp=tuple(_checked_vjp(name, i, r) for i, r in enumerate(vjp_rules)),
-        jvp=tuple(_checked_jvp(name, r) for r in jvp_rules),
+        vjp=_as_rules(name, vjp_t, n, "vjp"),
+        jvp=_as_rules(name, jvp_t, n, "jvp"),
         rule=rule or f"{name}: derivative rules given by the user",
         domain=_domain(name, domain),
         display=display or name,
@@ -374,8 +358,8 @@ class CustomFunction:
             )
         if not any(isinstance(a, Boxed) for a in args):
             return self.fun(*args, **kwargs)
-        cell: Cell = {}  # the residuals of this call (kept with the node)
-        return bind(self.primitive, *args, _cell=cell, _kwargs=kwargs)
+        # _cell: what this call keeps for its rules (its output, its residuals), with the node
+        return bind(self.primitive, *args, _cell={}, _kwargs=kwargs)
 
     def __repr__(self) -> str:
         return f"<{self.kind} {self.name}>"
@@ -383,12 +367,11 @@ class CustomFunction:
     # --- the entry's forward and rules ---
 
     def _forward(self, *xs: Operand, _cell: Cell, _kwargs: Params) -> Operand:
-        if self.fwd is not None:
-            out, res = self.fwd(*xs, **_kwargs)
-            out = _plain_result(out, xs)
-            _cell["out"], _cell["res"] = out, res
-            return out
-        return _plain_result(self.fun(*xs, **_kwargs), xs)
+        if self.fwd is None:
+            return _plain_result(self.fun(*xs, **_kwargs), xs)
+        out, _cell["res"] = self.fwd(*xs, **_kwargs)
+        _cell["out"] = _plain_result(out, xs)
+        return _cell["out"]
 
     def _residuals(self, out: Operand, inputs: Operands, cell: Cell, kwargs: Params) -> Any:
         if cell.get("out") is out and not any(isinstance(x, Boxed) for x in inputs):
@@ -409,13 +392,13 @@ class CustomFunction:
         if len(cts) != len(inputs):
             raise ValueError(
                 f"{self.kind} {self.name}: bwd returned {len(cts)} cotangent(s) for "
-                f"{len(inputs)} argument(s) (shapes {[_shape_of(x) for x in inputs]})"
+                f"{len(inputs)} argument(s) (shapes {[_shape(x) for x in inputs]})"
             )
         for i, (ct, x) in enumerate(zip(cts, inputs)):
-            if ct is not None and _shape_of(ct) != _shape_of(x):
+            if ct is not None and _shape(ct) != _shape(x):
                 raise ValueError(
                     f"{self.kind} {self.name}: bwd's cotangent for argument {i} has shape "
-                    f"{_shape_of(ct)}, but that argument has shape {_shape_of(x)}"
+                    f"{_shape(ct)}, but that argument has shape {_shape(x)}"
                 )
         return list(cts)
 
@@ -433,18 +416,16 @@ class CustomFunction:
         self, g: Operand, out: Operand, *inputs: Operand, _cell: Cell, _kwargs: Params
     ) -> list[Operand]:
         if self.bwd is not None:
-            res = self._residuals(out, inputs, _cell, _kwargs)
-            return self._cotangents(res, g, inputs)
+            return self._cotangents(self._residuals(out, inputs, _cell, _kwargs), g, inputs)
         if self.jvp_rule is None:
             raise NotImplementedError(f"{self.kind} {self.name}: no vjp or jvp rule")
         shares = []  # gᵀJ from one jvp per input entry: share_k[e] = <g, J e>
         for k, x in enumerate(inputs):
             entries = []
-            for e in ops.basis(_shape_of(x)):
+            for e in ops.basis(_shape(x)):
                 tangents = [zeros_like(xi) if i != k else e for i, xi in enumerate(inputs)]
-                column = self._user_jvp(inputs, tangents, _kwargs)
-                entries.append(_inner(g, column))
-            shares.append(_assemble(entries, _shape_of(x)))
+                entries.append(_inner(g, self._user_jvp(inputs, tangents, _kwargs)))
+            shares.append(_assemble(entries, _shape(x)))
         return shares
 
     def _jvp_all(
@@ -456,17 +437,15 @@ class CustomFunction:
             _check_tangent(f"{self.kind} {self.name}", tangent, out)
             return tangent
         # J t from one bwd per output entry: (J t)[i] = <e_i J, t>
-        assert self.fwd is not None
         res = self._residuals(out, inputs, _cell, _kwargs)
         entries = []
-        for e in ops.basis(_shape_of(out)):
-            row = self._cotangents(res, e, inputs)
+        for e in ops.basis(_shape(out)):
             total: Operand = 0.0
-            for share, t in zip(row, tangents):
+            for share, t in zip(self._cotangents(res, e, inputs), tangents):
                 if share is not None and t is not None:
                     total = total + _inner(share, t)
             entries.append(total)
-        return _assemble(entries, _shape_of(out))
+        return _assemble(entries, _shape(out))
 
 
 def custom_vjp(fun: Fn) -> CustomFunction:
@@ -506,6 +485,15 @@ def _constant_node(x: Operand) -> Operand:
     return x if isinstance(x, Boxed) else new_leaf(x, requires_grad=False)
 
 
+def _rerun(f: Fn, inputs: Operands, n_args: int, cell: Cell) -> tuple[list[Node], Operand]:
+    """``f`` run again with recording on, from fresh leaves holding its arguments' data: the
+    nodes that stand for the checkpoint's inputs (those leaves, then the graph values ``f``
+    closes over, the nodes themselves: the inputs may be their data) and ``f``'s output."""
+    leaves: list[Node] = [new_leaf(constant(x)) for x in inputs[:n_args]]
+    with graph.enable_grad():
+        return leaves + list(cell["captured"]), f(*leaves)
+
+
 def _ckpt_vjp_all(
     g: Operand, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: Cell
 ) -> list[Operand]:
@@ -513,23 +501,19 @@ def _ckpt_vjp_all(
     graph. Under create_graph the gradients (graph values from the fresh leaves) are
     replayed onto the real inputs, so they can be differentiated again."""
     create_graph = any(is_node(x) for x in inputs) or is_node(g)
-    leaves: list[Node] = [new_leaf(constant(x)) for x in inputs[:n_args]]
-    captured = list(_cell["captured"])  # the nodes themselves (inputs may be their data)
-    with graph.enable_grad():
-        recorded = f(*leaves)
+    nodes, recorded = _rerun(f, inputs, n_args, _cell)
     if not is_node(recorded):  # the output does not depend on any input
         return [None] * len(inputs)
-    seed = g
-    if create_graph and not isinstance(g, Boxed):  # (a batch of cotangents stays a batch)
-        seed = new_leaf(constant(g))
+    # (a batch of cotangents stays a batch)
+    seed = new_leaf(constant(g)) if create_graph and not isinstance(g, Boxed) else g
     found = graph.backpropagate(
-        recorded, seed, create_graph=create_graph, accumulate=False, wanted=leaves + captured
+        recorded, seed, create_graph=create_graph, accumulate=False, wanted=nodes
     )
-    shares = [found.get(node) for node in leaves + captured]
+    shares = [found.get(node) for node in nodes]
     if create_graph:
         from .tangents import replay  # see _ckpt_jvp_all
 
-        subs = {leaf: x for leaf, x in zip(leaves, inputs) if is_node(x)}
+        subs = {leaf: x for leaf, x in zip(nodes[:n_args], inputs) if is_node(x)}
         shares = [None if s is None else replay(s, subs) for s in shares]
     return shares
 
@@ -538,12 +522,10 @@ def _ckpt_jvp_all(
     tangents: Operands, out: Operand, *inputs: Operand, f: Fn, n_args: int, _cell: Cell
 ) -> Operand:
     """Forward mode through a checkpoint: the tangent of ``fn`` itself (nothing is saved)."""
-    leaves = [new_leaf(constant(x)) for x in inputs[:n_args]]
-    with graph.enable_grad():
-        recorded = f(*leaves)
+    nodes, recorded = _rerun(f, inputs, n_args, _cell)
     tag = new_tag()
     subs: dict[Node, Operand] = {}
-    for node, x, t in zip(leaves + list(_cell["captured"]), inputs, tangents):
+    for node, x, t in zip(nodes, inputs, tangents):
         if t is not None:
             subs[node] = Dual(x, t, tag)
         elif isinstance(x, Boxed) and node is not x:

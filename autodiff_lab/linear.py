@@ -20,7 +20,6 @@ new rule; each one declares whether it is linear (``Primitive.linear``).
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,7 +29,7 @@ from numpy.typing import DTypeLike
 from . import graph
 from .dual import Dual, new_tag
 from .graph import topological_order
-from .kinds import Boxed, Node, Tracer, data_of
+from .kinds import Boxed, Node, Tracer, as_primal, data_of
 from .ops import shape
 from .primitive import bind
 from .primitives import Primitive
@@ -88,6 +87,7 @@ class LinearNode:
         return np.broadcast_to(np.zeros((), self.dtype), self.shape)
 
 
+@dataclass(eq=False)
 class LinearGraph:
     """The linear map ``t ↦ J t`` of :func:`linearize`, as a graph of linear operations.
 
@@ -103,21 +103,12 @@ class LinearGraph:
     which is what the linearize/transpose viewer draws.
     """
 
-    def __init__(
-        self,
-        nodes: list[LinearNode],
-        inputs: tuple[int, ...],
-        outputs: tuple[int, ...],
-        structure: type | None,
-        scalar_inputs: tuple[bool, ...],
-        scalar_outputs: tuple[bool, ...],
-    ) -> None:
-        self.nodes = nodes
-        self.inputs = inputs
-        self.outputs = outputs
-        self._structure = structure  # tuple/list when f returned several outputs, else None
-        self._scalar_inputs = scalar_inputs  # Python-number primals get numbers back
-        self._scalar_outputs = scalar_outputs
+    nodes: list[LinearNode]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    _structure: type | None  # tuple/list when f returned several outputs, else None
+    _scalar_inputs: tuple[bool, ...]  # Python-number primals get numbers back
+    _scalar_outputs: tuple[bool, ...]
 
     def __repr__(self) -> str:
         ops = ", ".join(n.op for n in self.nodes if n.op != "input")
@@ -144,14 +135,13 @@ class LinearGraph:
         for k, (i, t) in enumerate(zip(self.inputs, tangents, strict=True)):
             values[i] = _checked(t, self.nodes[i], f"f_jvp: tangent {k}")
         for node in self.nodes:
-            if node.op == "input":
-                continue
             if node.op == "zeros":
                 values[node.index] = node.zeros().copy()
-                continue
-            args = [values[a] if a is not None else c for a, c in zip(node.args, node.constants)]
-            # (node.prim is None only for "input" and "zeros", skipped above)
-            values[node.index] = bind(node.prim, *args, **node.params)  # type: ignore[arg-type]
+            elif node.prim is not None:  # (None for an "input", set above)
+                args = [
+                    values[a] if a is not None else c for a, c in zip(node.args, node.constants)
+                ]
+                values[node.index] = bind(node.prim, *args, **node.params)
         outs = [_plain(values[o], s) for o, s in zip(self.outputs, self._scalar_outputs)]
         result = self._structure(outs) if self._structure else outs[0]
         return (result, values) if record else result
@@ -190,15 +180,9 @@ class LinearGraph:
             for a, share in zip(node.args, shares):
                 if a is not None and share is not None:
                     cts[a] = share if cts[a] is None else cts[a] + share
-        found = tuple(
-            _plain(cts[i] if cts[i] is not None else self.nodes[i].zeros().copy(), s)
-            for i, s in zip(self.inputs, self._scalar_inputs)
-        )
-        if record:
-            return found, [
-                c if c is not None else n.zeros().copy() for c, n in zip(cts, self.nodes)
-            ]
-        return found
+        values = [c if c is not None else n.zeros().copy() for c, n in zip(cts, self.nodes)]
+        found = tuple(_plain(values[i], s) for i, s in zip(self.inputs, self._scalar_inputs))
+        return (found, values) if record else found
 
 
 def _checked(t: Operand, node: LinearNode, where: str) -> Operand:
@@ -232,9 +216,7 @@ def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph]:
             "linearize: traced primals (inside another transformation): use "
             "autodiff_lab.functional.linearize"
         )
-    plain = []
-    for p in primals:
-        plain.append(float(p) if isinstance(p, numbers.Real) else np.asarray(p, dtype=float))
+    plain = [as_primal(p) for p in primals]
     leaves = [
         Tensor(np.zeros(np.shape(p), np.result_type(p)), requires_grad=True, label=f"t{k}")
         for k, p in enumerate(plain)
@@ -247,33 +229,31 @@ def linearize(f: Fn, *primals: Operand) -> tuple[Tree, LinearGraph]:
     outs = list(out) if several else [out]
     primal_outs, tangent_outs = [], []
     for o in outs:  # (a primal is a graph value where f ran a gradient: its data)
-        primal, tangent = (
-            (o.primal, o.tangent) if isinstance(o, Dual) and o.tag == tag else (o, None)
-        )
+        mine = isinstance(o, Dual) and o.tag == tag
+        primal, tangent = (o.primal, o.tangent) if mine else (o, None)
         if isinstance(primal, Tracer) or isinstance(tangent, Tracer):
             raise ClosesOverTraced(CLOSES_OVER_TRACED)
         primal_outs.append(data_of(primal))
         tangent_outs.append(tangent)
-    scalars = tuple(isinstance(p, float) for p in plain)
-    lin = _linear_graph(leaves, tangent_outs, primal_outs, type(out) if several else None, scalars)
-    return (type(out)(primal_outs) if several else primal_outs[0]), lin
+    nodes, outputs = _linear_nodes(leaves, tangent_outs, primal_outs)
+    structure = type(out) if several else None
+    scalar_inputs = tuple(isinstance(p, float) for p in plain)
+    scalar_outputs = tuple(isinstance(p, float) for p in primal_outs)
+    inputs = tuple(range(len(leaves)))
+    lin = LinearGraph(nodes, inputs, outputs, structure, scalar_inputs, scalar_outputs)
+    return (structure(primal_outs) if structure else primal_outs[0]), lin
 
 
-def _linear_graph(
-    leaves: list[Tensor],
-    tangent_outs: list[Operand],
-    primal_outs: list[Operand],
-    structure: type | None,
-    scalar_inputs: tuple[bool, ...],
-) -> LinearGraph:
-    """The recorded tangent graph as a list of :class:`LinearNode` (checked linear)."""
-    nodes: list[LinearNode] = []
-    index: dict[Node, int] = {}
-    for k, leaf in enumerate(leaves):
-        index[leaf] = len(nodes)
-        nodes.append(
-            LinearNode(len(nodes), "input", shape=leaf.shape, dtype=leaf.dtype, label=f"ṫ{k}")
-        )
+def _linear_nodes(
+    leaves: list[Tensor], tangent_outs: list[Operand], primal_outs: list[Operand]
+) -> tuple[list[LinearNode], tuple[int, ...]]:
+    """The recorded tangent graph as a list of :class:`LinearNode` (checked linear), the
+    tangent inputs first, and the index of each output's node."""
+    nodes = [
+        LinearNode(k, "input", shape=leaf.shape, dtype=leaf.dtype, label=f"ṫ{k}")
+        for k, leaf in enumerate(leaves)
+    ]
+    index: dict[Node, int] = {leaf: k for k, leaf in enumerate(leaves)}
     outputs: list[int] = []
     for t, p in zip(tangent_outs, primal_outs, strict=True):
         if not isinstance(t, Tensor) or not t.requires_grad:  # constant: zero tangent
@@ -313,9 +293,7 @@ def _linear_graph(
                 )
             )
         outputs.append(index[t])
-    scalar_outputs = tuple(isinstance(p, float) for p in primal_outs)
-    inputs = tuple(range(len(leaves)))
-    return LinearGraph(nodes, inputs, tuple(outputs), structure, scalar_inputs, scalar_outputs)
+    return nodes, tuple(outputs)
 
 
 @runtime_checkable
