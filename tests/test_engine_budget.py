@@ -27,7 +27,9 @@ Before issue 27 it was 3,261 lines, untyped; strict typing took it to 3,308 (ann
 and ``EVERYWHERE`` as an entry's default domain brought it down to 3,276. Fixes of wrong
 numbers then cost 20 lines (a gradient's function closing over graph values made around it,
 ``linearize`` closing over traced values, ``jacfwd`` of a tuple): the ceiling was raised
-from 3,280 for them, the one reason to raise it; otherwise both are ceilings to lower.
+from 3,280 for them, the one reason to raise it; otherwise both are ceilings to lower. A trim
+of extend.py, linear.py and dual.py (one rule wrapper, checkpoint's shared re-run, a dataclass)
+then took it to 3,246: the ceiling is 3,250.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ CORE += ["value", "tensor", "dual"]
 TRANSFORMATIONS = ["tangents", "batching", "extend", "linear", "functional"]
 ENGINE = [PACKAGE / f"{name}.py" for name in CORE + TRANSFORMATIONS]
 
-ENGINE_BUDGET = 3_300  # lines (measured: 3,296, strictly typed) — a ceiling to lower
+ENGINE_BUDGET = 3_250  # lines (measured: 3,246, strictly typed) — a ceiling to lower
 READING_PATH_FILES = 3  # files (measured: 3) — issue 27's aim
 READING_PATH_BUDGET = 700  # lines (measured: 583) — issue 27's aim: about 700
 
