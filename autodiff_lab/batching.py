@@ -37,6 +37,20 @@ from .primitive import bind
 from .types import Axes, Fn, Index, Operand, Operands, Shape, Tree
 
 
+def _comparison(op: Callable[[Operand, Operand], Operand]) -> Callable[[Batched, Operand], Operand]:
+    """The comparison ``op`` of a batch: each example's own (plain booleans, no derivative)."""
+
+    def compare(self: Batched, other: Operand) -> Operand:
+        a, b = constant(self), constant(other)
+        tag = max(x.tag for x in (a, b) if isinstance(x, Batched))
+        batched = [isinstance(x, Batched) and x.tag == tag for x in (a, b)]
+        args = P.batch_aligned([x.val if m else x for x, m in zip((a, b), batched)], batched)
+        return Batched(op(*args), tag)
+
+    compare.__name__ = compare.__qualname__ = f"__{op.__name__}__"
+    return compare
+
+
 class Batched(BatchedArray, ArrayMethods):
     """A batch of examples, ``val[0], val[1], …``, pushed through a function by the
     ``vmap`` call ``tag``. ``shape`` is the shape of one example; ``val`` may hold plain
@@ -111,10 +125,8 @@ class Batched(BatchedArray, ArrayMethods):
 
     @property
     def dtype(self) -> np.dtype:
-        inner = constant(self.val)
-        while isinstance(inner, Batched):
-            inner = inner.val
-        return np.result_type(inner)
+        inner = constant(self.val)  # (another vmap's batch: the dtype of its examples)
+        return inner.dtype if isinstance(inner, Batched) else np.result_type(inner)
 
     @property
     def batch_size(self) -> int:
@@ -130,9 +142,9 @@ class Batched(BatchedArray, ArrayMethods):
 
     def astype(self, dtype: DTypeLike) -> Batched:
         """Every example converted to ``dtype`` (no derivative: a constant)."""
-        return Batched(
-            _map_plain(lambda v: np.asarray(v).astype(dtype), self.constant().val), self.tag
-        )
+        inner = self.constant().val  # (another vmap's batch converts its own examples)
+        val = inner.astype(dtype) if isinstance(inner, Batched) else np.asarray(inner).astype(dtype)
+        return Batched(val, self.tag)
 
     def __getitem__(self, index: Index) -> Operand:
         if _holds_batch(index):  # each example has its own index (a class label…)
@@ -146,30 +158,12 @@ class Batched(BatchedArray, ArrayMethods):
 
     # --- comparisons: per example, no derivative (masks in rules, control by data) ---
 
-    def _compare(self, other: Operand, op: Callable[[Operand, Operand], Operand]) -> Batched:
-        a, b = constant(self), constant(other)
-        tag = max(x.tag for x in (a, b) if isinstance(x, Batched))
-        batched = [isinstance(x, Batched) and x.tag == tag for x in (a, b)]
-        args = P.batch_aligned([x.val if m else x for x, m in zip((a, b), batched)], batched)
-        return Batched(op(*args), tag)
-
-    def __lt__(self, other: Operand) -> Operand:
-        return self._compare(other, operator.lt)
-
-    def __le__(self, other: Operand) -> Operand:
-        return self._compare(other, operator.le)
-
-    def __gt__(self, other: Operand) -> Operand:
-        return self._compare(other, operator.gt)
-
-    def __ge__(self, other: Operand) -> Operand:
-        return self._compare(other, operator.ge)
-
-    def __eq__(self, other: Operand) -> Operand:
-        return self._compare(other, operator.eq)
-
-    def __ne__(self, other: Operand) -> Operand:
-        return self._compare(other, operator.ne)
+    __lt__ = _comparison(operator.lt)
+    __le__ = _comparison(operator.le)
+    __gt__ = _comparison(operator.gt)
+    __ge__ = _comparison(operator.ge)
+    __eq__ = _comparison(operator.eq)
+    __ne__ = _comparison(operator.ne)
 
     __hash__ = object.__hash__
 
@@ -204,23 +198,18 @@ def _take_per_example(x: Operand, index: Index) -> Batched:
     if any(v.dtype.kind not in "iu" for v in vals):
         raise TypeError(f"vmap []: a per-example index must hold integers, got {index!r}")
     size = next(v.shape[0] for v, b in zip(vals, batched) if b)
-    x_val = x.val if isinstance(x, Batched) and x.tag == tag else None
-    if x_val is None:  # the same array for every example: repeat it along the batch
-        x_val = ops.broadcast_to(x, (size, *ops.shape(x)))
     rank = max(v.ndim - b for v, b in zip(vals, batched))  # an example's index ndim
-    aligned = [
-        v.reshape(v.shape[:1] + (1,) * (rank - v.ndim + 1) + v.shape[1:]) if b else v
-        for v, b in zip(vals, batched)
-    ]
     rows = np.arange(size).reshape((size,) + (1,) * rank)  # example k reads its own slice
-    return Batched(bind(P.GETITEM, x_val, index=(rows, *aligned)), tag)
+    index = (rows, *P.batch_aligned(vals, batched))
+    return Batched(bind(P.GETITEM, _examples(x, tag, size), index=index), tag)
 
 
-def _map_plain(fn: Callable[[Operand], Operand], val: Operand) -> Operand:
-    """``fn`` on a plain array, or on the plain array inside the batches of outer calls."""
-    if isinstance(val, Batched):
-        return Batched(_map_plain(fn, val.val), val.tag)
-    return fn(val)
+def _examples(x: Operand, tag: int, size: int) -> Operand:
+    """The ``size`` examples of the vmap call ``tag`` in ``x``, batch axis first: its own
+    batch's, or ``x`` repeated along a new batch axis (a value the same for every example)."""
+    if isinstance(x, Batched) and x.tag == tag:
+        return x.val
+    return ops.broadcast_to(x, (size, *ops.shape(x)))
 
 
 def _holds_batch(value: Tree) -> bool:
@@ -298,8 +287,8 @@ def _batch_argument(
         return type(x)(_batch_argument(v, a, tag, k, sizes) for v, a in zip(x, items))
     if axis is None:
         return x
-    if not isinstance(x, Boxed):
-        x = np.asarray(x, dtype=float) if not isinstance(x, np.ndarray) else x
+    if not isinstance(x, Boxed | np.ndarray):
+        x = np.asarray(x, dtype=float)
     shape = ops.shape(x)
     if not -len(shape) <= axis < len(shape):
         raise ValueError(
@@ -327,19 +316,16 @@ def _unbatch_output(out: Tree, out_axes: Axes, tag: int, size: int) -> Tree:
         # take ours out of its examples, whose axis 0 is that batch's own
         inner_axes = out_axes + 1 if isinstance(out_axes, int) and out_axes >= 0 else out_axes
         return Batched(_unbatch_output(out.val, inner_axes, tag, size), out.tag)
-    if isinstance(out, Batched) and out.tag == tag:
-        if out_axes is None:
+    if out_axes is None:
+        if isinstance(out, Batched) and out.tag == tag:
             raise ValueError(
                 "vmap: out_axes=None, but the output differs from example to example "
                 f"(example shape {out.shape})"
             )
-        val = out.val
-    else:  # the same for every example
-        if out_axes is None:
-            return out
-        if isinstance(out, numbers.Number):
-            out = np.asarray(out, dtype=float)
-        val = ops.broadcast_to(out, (size, *ops.shape(out)))
+        return out  # the same for every example
+    if isinstance(out, numbers.Number):
+        out = np.asarray(out, dtype=float)
+    val = _examples(out, tag, size)
     ndim = len(ops.shape(val))
     if not isinstance(out_axes, int) or not -ndim <= out_axes < ndim:
         raise ValueError(
@@ -377,11 +363,7 @@ def lift(x: Operand, levels: Sequence[tuple[int, int]]) -> Operand:
     if not levels:
         return x
     *older, (tag, size) = levels
-    if isinstance(x, Batched) and x.tag == tag:
-        inner = x.val
-    else:
-        inner = ops.broadcast_to(x, (size, *ops.shape(x)))
-    return lift(inner, older)
+    return lift(_examples(x, tag, size), older)
 
 
 def wrap(raw: Operand, levels: Sequence[tuple[int, int]]) -> Operand:

@@ -43,7 +43,7 @@ Transformations of chapter 08 (:mod:`autodiff_lab.linear`):
   and the Jacobians and Hessians built from them: ``vmap(grad(loss), in_axes=(None, 0,
   0))`` gives per-example gradients, ``vmap(hessian(f))`` per-example Hessians (reverse
   mode inside ``vmap`` records the whole batch's graph from batched leaves,
-  :func:`_batched_reverse`; forward over reverse replays it, :func:`_through_duals_batched`);
+  :func:`_batched_reverse`; forward over reverse replays it, :func:`_through_duals`);
   ``jacfwd``/``jacrev`` with ``vectorize=True`` are ``vmap`` over ``jvp``/``vjp``
   instead of a Python loop.
 """
@@ -121,14 +121,12 @@ def _pull_back(
         found = graph.backpropagate(
             out, seed, create_graph=create_graph, accumulate=False, wanted=leaves
         )
-    grads = []
-    for leaf in leaves:
-        g = found.get(leaf)
-        if g is None:  # (no path from the leaf to out)
-            g = zeros_like(leaf)
-            g = new_leaf(g, requires_grad=False) if create_graph else g
-        grads.append(g)
-    return grads
+
+    def zero(leaf: Node) -> Operand:  # (no path from the leaf to out)
+        g = zeros_like(leaf)
+        return new_leaf(g, requires_grad=False) if create_graph else g
+
+    return [found[leaf] if leaf in found else zero(leaf) for leaf in leaves]
 
 
 def _record(
@@ -141,24 +139,28 @@ def _record(
     transformation or when an argument already is a graph value: the backward pass must
     then be recorded as a graph (``create_graph``) and graph values returned.
     """
-    args = list(args)
     nums = list(nums)
     nested = graph.outer_graph.depth > 0 or any(is_node(args[i]) for i in nums)
     given = [args[i] for i in nums]
     leaves = [_leaf(x, scalar_as_value=scalar_as_value) for x in given]
-    for i, leaf in zip(nums, leaves, strict=True):
-        args[i] = leaf
-    with graph.outer_graph:
-        out = f(*args)
+    out = _run(f, args, nums, leaves)
     if any(is_node(x) for x in given) and not _closes_over(out, given, leaves):
         # f does not also close over the graph values it was given: differentiate them in
         # place (run again), so the recorded graph has no extra x · 1 node per level
-        for i, x in zip(nums, given, strict=True):
-            args[i] = x
-        with graph.outer_graph:
-            out = f(*args)
+        out = _run(f, args, nums, given)
         leaves = given
     return out, leaves, nested
+
+
+def _run(f: Fn, args: Operands, nums: Sequence[int], xs: Sequence[Operand]) -> Tree:
+    """``f(*args)`` with ``xs`` at positions ``nums``, run inside ``graph.outer_graph``
+    (``f`` may close over the graph values made here: a gradient inside records its
+    backward pass)."""
+    call = list(args)
+    for i, x in zip(nums, xs, strict=True):
+        call[i] = x
+    with graph.outer_graph:
+        return f(*call)
 
 
 def _closes_over(out: Tree, given: Operands, leaves: Sequence[Node]) -> bool:
@@ -192,11 +194,8 @@ def value_and_grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
     def value_and_grad_f(*given: Operand) -> Tree:
         adapter = _adapter("grad", given)
         if adapter is None:  # numbers, arrays or graph values
-            nums = _argnums(argnums, len(given))
-            out, leaves, nested = _record(f, given, nums)
-            if has_batch(
-                [innermost(out)]
-            ):  # f closes over a vmap batch: its gradient is per example
+            out, leaves, nested = _record(f, given, _argnums(argnums, len(given)))
+            if has_batch([innermost(out)]):  # f closes over a vmap batch: per example
                 return _grad_in_vmap(value_and_grad_f, f, given, argnums)
             return _value_and_gradient(out, leaves, nested, argnums)
         return adapter(value_and_grad_f, f, given, argnums)
@@ -215,17 +214,22 @@ def _value_and_gradient(
             f"grad: f must return a number (or a 1-element array), got "
             f"{type(core).__name__} {core!r:.40}"
         )
-    if np.size(data_of(core)) != 1:
-        raise ValueError(
-            f"grad: f must return a scalar (one number), got shape {np.shape(data_of(out))}. "
-            "For vector outputs use jacrev, jacfwd or vjp."
-        )
+    _check_scalar(np.shape(data_of(out)))
     if isinstance(out, Tensor) and out.shape != ():
         out = out.reshape(())
     seed = _seed_for(core, nested) if is_node(core) else None
     grads = _pull_back(out, leaves, seed, nested)
     result = grads[0] if isinstance(argnums, int) else tuple(grads)
     return (out if nested else data_of(out)), result
+
+
+def _check_scalar(shape: Shape, where: str = "") -> None:
+    """``grad``'s check: ``f`` returned one number (``where``: " per example" inside vmap)."""
+    if int(np.prod(shape, dtype=np.int64)) != 1:
+        raise ValueError(
+            f"grad: f must return a scalar (one number){where}, got shape {shape}. "
+            "For vector outputs use jacrev, jacfwd or vjp."
+        )
 
 
 def grad(f: Fn, argnums: int | Sequence[int] = 0) -> Fn:
@@ -266,11 +270,7 @@ def _pullback_of(out: Operand, leaves: list[Node], nested: bool) -> Pullback:
 
     def vjp_fn(cotangent: Operand) -> tuple[Operand, ...]:
         if isinstance(cotangent, Batched):  # vmap(vjp_fn): a batch of cotangents at once
-            if cotangent.shape != np.shape(data_of(out)):
-                raise ValueError(
-                    f"vjp: cotangent has shape {cotangent.shape} per example, but f's "
-                    f"output has shape {np.shape(data_of(out))}"
-                )
+            _check_cotangent(cotangent.shape, np.shape(data_of(out)), " per example")
             return tuple(_pull_back(out, leaves, cotangent, nested))
         if isinstance(cotangent, Dual):  # vjp_fn is linear: the tangent is vjp_fn(tangent)
             primal_part, tangent_part = vjp_fn(cotangent.primal), vjp_fn(cotangent.tangent)
@@ -281,11 +281,7 @@ def _pullback_of(out: Operand, leaves: list[Node], nested: bool) -> Pullback:
             seed = cotangent if nested else float(cotangent)
         else:
             seed = cotangent if nested and is_node(cotangent) else np.asarray(cotangent)
-            if np.shape(data_of(seed)) != np.shape(data_of(out)):
-                raise ValueError(
-                    f"vjp: cotangent has shape {np.shape(data_of(seed))}, but f's output has "
-                    f"shape {np.shape(data_of(out))}"
-                )
+            _check_cotangent(np.shape(data_of(seed)), np.shape(data_of(out)))
             if nested and not is_node(seed):
                 seed = Tensor(seed)
             elif not nested:
@@ -294,6 +290,15 @@ def _pullback_of(out: Operand, leaves: list[Node], nested: bool) -> Pullback:
         return tuple(_pull_back(out, leaves, seed, nested))
 
     return vjp_fn
+
+
+def _check_cotangent(ct_shape: Shape, out_shape: Shape, where: str = "") -> None:
+    """``vjp_fn``'s check: a cotangent shaped like ``f``'s output (``where``: " per example"
+    inside vmap)."""
+    if ct_shape != out_shape:
+        raise ValueError(
+            f"vjp: cotangent has shape {ct_shape}{where}, but f's output has shape {out_shape}"
+        )
 
 
 def _tangent_of(out: Operand, tag: int) -> tuple[Operand, Operand]:
@@ -320,15 +325,6 @@ def jvp(f: Fn, primals: Operands, tangents: Operands) -> tuple[Tree, Tree]:
     return _tangent_of(out, tag)
 
 
-def _stack_last(columns: Operands) -> Operand:
-    """Stack Jacobian columns along a new last axis (graph values stay graph values)."""
-    if any(is_node(c) for c in columns):
-        return stack([c if is_node(c) else Tensor(c) for c in columns], axis=-1)
-    if has_batch(columns):  # inside vmap
-        return stack(columns, axis=-1)
-    return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1)
-
-
 def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
     """The Jacobian by forward mode: one :func:`jvp` per input entry (a column each).
 
@@ -352,16 +348,16 @@ def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
         if vectorize:  # J[..., j] = jvp(f, x, e_j), all j in one batch
             n = int(np.prod(x_shape, dtype=np.int64))
             basis = np.eye(n).reshape((n, *x_shape))
-            push = vmap(lambda e: jvp(f_of_x, (x,), (e,)), out_axes=(None, -1))
-            out, columns = push(basis)
+            out, columns = vmap(lambda e: jvp(f_of_x, (x,), (e,)), out_axes=(None, -1))(basis)
             if isinstance(out, tuple | list):  # one Jacobian per output
                 return type(out)(
                     ops.reshape(c, np.shape(data_of(o)) + x_shape) for o, c in zip(out, columns)
                 )
             return ops.reshape(columns, np.shape(data_of(out)) + x_shape)
-        out, columns = _by_columns(lambda e: jvp(f_of_x, (x,), (e,)), x_shape)
-        if out is None:  # x has no entries: no column, but the output's shape is needed
-            out = f_of_x(x)
+        pushed = [jvp(f_of_x, (x,), (e,)) for e in ops.basis(x_shape)]  # (out, J e) each
+        # (x has no entries: no column, but the output's shape is needed)
+        out = pushed[-1][0] if pushed else f_of_x(x)
+        columns = [column for _, column in pushed]
         if isinstance(out, tuple | list):  # one Jacobian per output, from its own columns
             return type(out)(
                 _from_columns(o, [c[i] for c in columns], x_shape) for i, o in enumerate(out)
@@ -405,12 +401,11 @@ def _rows(out: Operand, leaf: Node, nested: bool, vectorize: bool) -> Operand:
         return row if nested else float(data_of(row))
     if not isinstance(out, Tensor):  # (not a graph value)
         out = Tensor(data_of(out))
-    leaf_shape = np.shape(data_of(leaf))
+    shape = out.shape + np.shape(data_of(leaf))
     if vectorize and out.size:  # row i = e_iᵀ J, all i in one batch of cotangents
         eye = np.eye(out.size, dtype=out.dtype).reshape((out.size, *out.shape))
         rows = vmap(lambda ct: _pull_back(out, [leaf], ct, nested)[0])(eye)
-        return ops.reshape(rows, out.shape + leaf_shape)
-    shape = out.shape + leaf_shape
+        return ops.reshape(rows, shape)
     seeds = ops.basis(out.shape, out.dtype) if out.shape else [np.ones((), out.dtype)]
     rows = [_pull_back(out, [leaf], Tensor(e) if nested else e, nested)[0] for e in seeds]
     if not rows:
@@ -448,41 +443,26 @@ def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
             args = list(given)
             leaf = args[argnums] = _leaf(x)
             recorded = gradient(*args)  # a graph from `leaf` (nested mode)
-
-            # replay the gradient's graph with x + e ε: the column H e
-            def column(e: Operand) -> tuple[Operand, Operand]:
-                tag = new_tag()
-                replayed = replay(recorded, {leaf: Dual(x, e, tag)})
-                return recorded, data_of(_tangent_of(replayed, tag)[1])
-
-            _, columns = _by_columns(column, np.shape(x))
-            return _from_columns(recorded, columns, np.shape(x))
+            # jacfwd of the replay of the gradient's graph: x + e ε gives the column H e
+            return jacfwd(lambda xd: replay(recorded, {leaf: xd}))(x)
         return columns_by_jvp(*given)  # inside another transformation: jacfwd(jacrev(f))
 
     hessian_f.__name__ = f"hessian({getattr(f, '__name__', 'f')})"
     return hessian_f
 
 
-def _by_columns(
-    push: Callable[[Operand], tuple[Tree, Operand]], x_shape: Shape
-) -> tuple[Tree, list[Operand]]:
-    """A Jacobian column by column: ``push(e)`` gives ``(out, J e)`` for each unit
-    direction ``e`` of the input. Returns the last ``out`` (None when x has no entries)."""
-    out, columns = None, []
-    for e in ops.basis(x_shape):
-        out, column = push(e)
-        columns.append(column)
-    return out, columns
-
-
 def _from_columns(out: Operand, columns: list[Operand], x_shape: Shape) -> Operand:
-    """The Jacobian of shape ``out.shape + x.shape`` from its columns."""
+    """The Jacobian of shape ``out.shape + x.shape`` from its columns, stacked along a new
+    last axis (graph values stay graph values)."""
     if not x_shape:  # a scalar input: the Jacobian is the one column
         column = columns[0]
         return column if isinstance(column, Boxed) else np.asarray(column, dtype=float)[()]
+    shape = np.shape(data_of(out)) + x_shape
     if not columns:
-        return np.zeros(np.shape(data_of(out)) + x_shape)
-    return _stack_last(columns).reshape(np.shape(data_of(out)) + x_shape)
+        return np.zeros(shape)
+    if any(isinstance(c, Node | Batched) for c in columns):  # graph values, or inside vmap
+        return stack(columns, axis=-1).reshape(shape)
+    return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1).reshape(shape)
 
 
 def hvp(f: Fn, x: Operand, v: Operand, mode: str = "fwd-rev") -> Operand:
@@ -627,23 +607,55 @@ def _through_duals(transformed: Fn, f: Fn, given: Operands, argnums: Any) -> Tre
     put back pushes their tangents through it: the result holds duals whose tangents are
     the derivative of the transformation's output (e.g. ``H v`` when ``transformed`` is a
     gradient). A batch of duals is first made a dual of batches (:func:`_duals_outside`).
+
+    Inside ``vmap`` (a per-example ``H v``) the same, on the graph of the whole batch: the
+    leaves hold the whole batch (:func:`~autodiff_lab.batching.lift`), the recorded graph
+    is replayed with duals of whole batches, and the results are made batches again.
     """
     args = _duals_outside(given)
     differentiated = _argnums(argnums, len(args))
     levels = batch_levels([a.primal if isinstance(a, Dual) else a for a in args])
-    if levels:  # inside vmap: the same, on the graph of the whole batch
-        return _through_duals_batched(transformed, args, differentiated, levels)
-    substitutions = {}
+    substitutions: dict[Node, Operand] = {}
+
+    def leaf_for(whole: Operand) -> Operand:
+        """A leaf holding ``whole``, an argument's whole batch (the argument itself outside
+        vmap); when the batch holds the duals of an older jvp (``jvp(vmap(hessian))``), it
+        holds their primals and is replayed with them."""
+        core = innermost(whole)
+        if levels and is_tracer(core):
+            raise NotImplementedError(
+                "forward over reverse mode inside vmap (jvp, jacfwd, hessian or hvp of a "
+                f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
+                "another transformation inside the batch: this nesting is not supported"
+            )
+        leaf = _leaf(core, scalar_as_value=not levels)  # (a batch's number: a Tensor)
+        if whole is not core:
+            substitutions[leaf] = whole
+        return leaf
+
     for i, a in enumerate(args):
         if isinstance(a, Dual):
-            leaf = _leaf(innermost(a))
-            substitutions[leaf] = a
-            args[i] = leaf
+            primal = lift(a.primal, levels)
+            leaf = leaf_for(primal)
+            substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
+            args[i] = wrap(leaf, levels)
         elif i in differentiated:
-            args[i] = _leaf(a)
+            args[i] = wrap(leaf_for(lift(a, levels)), levels)
     with graph.outer_graph:  # f may close over the leaves standing for the duals
         recorded = transformed(*args)
-    return replay(recorded, substitutions)
+    cache: dict[Node, Operand] = {}  # (one replay, shared by the outputs)
+
+    def replayed(x: Tree) -> Tree:
+        """An output of ``transformed`` replayed with the duals (as a whole batch, made
+        batches again)."""
+        if isinstance(x, tuple | list):
+            return type(x)(replayed(v) for v in x)
+        x = replay(lift(x, levels), substitutions, cache)
+        if isinstance(x, Dual):
+            return Dual(wrap(x.primal, levels), wrap(x.tangent, levels), x.tag)
+        return wrap(x, levels)
+
+    return replayed(recorded)
 
 
 def _duals_outside(args: Operands) -> list[Operand]:
@@ -656,58 +668,6 @@ def _duals_outside(args: Operands) -> list[Operand]:
             a = Dual(Batched(d.primal, a.tag), Batched(d.tangent, a.tag), d.tag)
         swapped.append(a)
     return swapped
-
-
-def _through_duals_batched(
-    transformed: Fn,
-    args: list[Operand],
-    differentiated: Sequence[int],
-    levels: list[tuple[int, int]],
-) -> Tree:
-    """:func:`_through_duals` inside ``vmap`` (a per-example ``H v``): the leaves hold the
-    whole batch (:func:`~autodiff_lab.batching.lift`), so the recorded graph is the batch's;
-    it is replayed with duals of whole batches, and the results made batches again."""
-    substitutions = {}
-
-    def whole_batch_leaf(whole: Operand) -> Operand:
-        """A leaf holding the whole batch; when the batch holds the duals of an older
-        jvp (``jvp(vmap(hessian))``), it holds their primals and is replayed with them."""
-        core = innermost(whole)
-        if isinstance(core, Boxed) and not is_node(core):
-            raise NotImplementedError(
-                "forward over reverse mode inside vmap (jvp, jacfwd, hessian or hvp of a "
-                f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
-                "another transformation inside the batch: this nesting is not supported"
-            )
-        leaf = _leaf(core if is_node(core) else np.asarray(core))
-        if whole is not core:
-            substitutions[leaf] = whole
-        return leaf
-
-    for i, a in enumerate(args):
-        if isinstance(a, Dual):
-            primal = lift(a.primal, levels)
-            leaf = whole_batch_leaf(primal)
-            substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
-            args[i] = wrap(leaf, levels)
-        elif i in differentiated:
-            args[i] = wrap(whole_batch_leaf(lift(a, levels)), levels)
-
-    def batches_again(x: Tree) -> Tree:
-        if isinstance(x, tuple | list):
-            return type(x)(batches_again(v) for v in x)
-        if isinstance(x, Dual):
-            return Dual(wrap(x.primal, levels), wrap(x.tangent, levels), x.tag)
-        return wrap(x, levels)
-
-    def whole_batch(x: Tree) -> Tree:
-        if isinstance(x, tuple | list):
-            return type(x)(whole_batch(v) for v in x)
-        return lift(x, levels)
-
-    with graph.outer_graph:
-        recorded = transformed(*args)
-    return batches_again(replay(whole_batch(recorded), substitutions))
 
 
 def _batched_reverse(
@@ -729,11 +689,7 @@ def _batched_reverse(
         raws = [lift(args[i], levels) for i in nums]  # the whole batch of each argument
         nested = graph.outer_graph.depth > 0 or any(is_node(raw) for raw in raws)
         leaves = [_leaf(raw if isinstance(raw, Boxed) else np.asarray(raw)) for raw in raws]
-        call_args = list(args)
-        for i, leaf in zip(nums, leaves, strict=True):
-            call_args[i] = wrap(leaf, levels)
-        with graph.outer_graph:
-            out = f(*call_args)
+        out = _run(f, args, nums, [wrap(leaf, levels) for leaf in leaves])
         if where == "vjp":
             out = _one_output(out, "vjp")
         more = [lv for lv in batch_levels([out]) if lv not in levels]
@@ -746,21 +702,14 @@ def _grad_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: Any) -> tuple
     """``value_and_grad`` inside ``vmap``: per-example gradients (:func:`_batched_reverse`)."""
     out, leaves, levels, nested = _batched_reverse(f, args, _argnums(argnums, len(args)), "grad")
     sizes = tuple(size for _, size in levels)
-    example_shape = np.shape(data_of(out))[len(sizes) :]
-    if int(np.prod(example_shape, dtype=np.int64)) != 1:
-        raise ValueError(
-            f"grad: f must return a scalar (one number) per example, got shape "
-            f"{example_shape}. For vector outputs use jacrev, jacfwd or vjp."
-        )
+    _check_scalar(np.shape(data_of(out))[len(sizes) :], " per example")
     core = innermost(out)  # (out is a dual when f closes over an older jvp's)
+    out = ops.reshape(out, sizes)
+    seed: Operand = None  # (f does not depend on the differentiated arguments: none)
     if is_node(core):
-        out = ops.reshape(out, sizes)
-        seed = np.ones(sizes, dtype=core.dtype)
-        grads = _pull_back(out, leaves, Tensor(seed) if nested else seed, nested)
-    else:  # f does not depend on the differentiated arguments
-        grads = _pull_back(out, leaves, None, nested)
-        out = ops.reshape(out, sizes)
-    grads = [wrap(g, levels) for g in grads]
+        ones = np.ones(sizes, dtype=core.dtype)
+        seed = Tensor(ones) if nested else ones
+    grads = [wrap(g, levels) for g in _pull_back(out, leaves, seed, nested)]
     value = wrap(out if nested else _data_inside(out), levels)
     return value, (grads[0] if isinstance(argnums, int) else tuple(grads))
 
@@ -774,11 +723,9 @@ def _vjp_in_vmap(transformed: Fn, f: Fn, args: Operands, argnums: Any) -> tuple[
         seed = lift(cotangent, levels)
         if not isinstance(seed, Boxed):
             seed = np.asarray(seed, dtype=np.result_type(data_of(out)))
-        if np.shape(data_of(seed)) != np.shape(data_of(out)):
-            raise ValueError(
-                f"vjp: cotangent has shape {np.shape(data_of(seed))[batch_axes:]} per "
-                f"example, but f's output has shape {np.shape(data_of(out))[batch_axes:]}"
-            )
+        # (lift put the same batch axes first on both: compare one example's shapes)
+        ct_shape, out_shape = np.shape(data_of(seed)), np.shape(data_of(out))
+        _check_cotangent(ct_shape[batch_axes:], out_shape[batch_axes:], " per example")
         if nested and not isinstance(seed, Boxed):
             seed = Tensor(seed)
         grads = _pull_back(out, leaves, seed, nested)
@@ -828,15 +775,12 @@ def _vjp_through_duals(
 
     def vjp_fn(cotangent: Operand) -> Tree:
         subs: dict[Node, Operand] = dict(substitutions)
+        seed = cotangent
         if isinstance(cotangent, Dual):
             seed = _leaf(innermost(cotangent), scalar_as_value=isinstance(out, Value))
             subs[seed] = cotangent
-        else:
-            seed = (
-                cotangent
-                if is_node(cotangent) or isinstance(out, Value)
-                else Tensor(np.asarray(cotangent, dtype=out.dtype))
-            )
+        elif not is_node(cotangent) and not isinstance(out, Value):
+            seed = Tensor(np.asarray(cotangent, dtype=out.dtype))
         return replay(graph_vjp_fn(seed), subs, cache)
 
     return replay(out, substitutions, cache), vjp_fn

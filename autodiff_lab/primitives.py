@@ -77,18 +77,21 @@ __all__ = [  # the machinery and the arithmetic entries, imported from here too
 # whole batch's result, batch axis first. It uses primitives only, so it can be traced.
 
 
+def _pad_example(x: Any, rank: int) -> Any:
+    """A batch ``x`` whose examples have fewer than ``rank`` axes, with size-1 axes put
+    after its batch axis up to ``rank`` (numpy aligns shapes from the right, so the batch
+    axis must stay in front of every example axis)."""
+    x_shape = shape(x)
+    if len(x_shape) - 1 >= rank:
+        return x
+    return ops.reshape(x, x_shape[:1] + (1,) * (rank - len(x_shape) + 1) + x_shape[1:])
+
+
 def batch_aligned(args: Args, batched: Sequence[bool]) -> list[Any]:
     """Inputs that broadcast together as the examples do: a batched input of fewer axes
-    than the widest example gets size-1 axes after its batch axis (numpy aligns shapes from
-    the right, so the batch axis must stay in front of every example axis)."""
+    than the widest example gets size-1 axes after its batch axis (:func:`_pad_example`)."""
     rank = max(len(shape(a)) - b for a, b in zip(args, batched))
-    aligned = []
-    for a, b in zip(args, batched):
-        a_shape = shape(a)
-        if b and len(a_shape) - 1 < rank:
-            a = ops.reshape(a, a_shape[:1] + (1,) * (rank - len(a_shape) + 1) + a_shape[1:])
-        aligned.append(a)
-    return aligned
+    return [_pad_example(a, rank) if b else a for a, b in zip(args, batched)]
 
 
 def _example_axes(axis: Axis, ndim: int) -> Axis:
@@ -117,15 +120,21 @@ def _batch_over_axis(name: str, default_axis: int | None) -> Fn:
 # entry chosen (ties of maximum/minimum split it in two halves, as PyTorch and JAX do).
 
 
+def _symmetric(name: str, forward: Fn, *rules: Rule, **kw: Any) -> Primitive:
+    """Register an entry whose Jacobian in each input is symmetric (diagonal for where,
+    maximum and minimum, which work entry by entry; softmax's): ``Jᵀg`` and ``Jt`` are the
+    same product, so each of ``rules``, ``rule(d, out, *inputs, **params)`` with ``d``
+    the gradient ``g`` or the tangent ``t``, is both that input's vjp and its jvp rule."""
+    return primitive(name, forward, vjp=rules, jvp=rules, **kw)
+
+
 def _numbers_stay_numbers(np_fn: Fn) -> Fn:
     """``np_fn`` as a forward that gives a Python float for Python-number inputs (the
     scalar engine holds floats) and arrays otherwise."""
 
     def forward(*xs: Any) -> Any:
         out = np_fn(*xs)
-        if not any(isinstance(x, np.ndarray) for x in xs):
-            return float(out)
-        return out
+        return out if any(isinstance(x, np.ndarray) for x in xs) else float(out)
 
     forward.__name__ = forward.__qualname__ = np_fn.__name__
     return forward
@@ -138,19 +147,12 @@ def _chosen(c: Any, x: Any, holds: bool = True) -> Any:
 
 
 WHERE: Primitive  # (its rules apply it again: defined just below)
-WHERE = primitive(  # where(c, a, b): a where c holds, else b; the condition gets no gradient
+WHERE = _symmetric(  # where(c, a, b): a where c holds, else b; the condition gets no gradient
     "where",
     _numbers_stay_numbers(np.where),
-    vjp=(
-        lambda g, out, c, a, b: g * 0.0,
-        lambda g, out, c, a, b: _chosen(c, g),
-        lambda g, out, c, a, b: _chosen(c, g, holds=False),
-    ),
-    jvp=(
-        lambda t, out, c, a, b: t * 0.0,
-        lambda t, out, c, a, b: _chosen(c, t),
-        lambda t, out, c, a, b: _chosen(c, t, holds=False),
-    ),
+    lambda d, out, c, a, b: d * 0.0,
+    lambda d, out, c, a, b: _chosen(c, d),
+    lambda d, out, c, a, b: _chosen(c, d, holds=False),
     broadcasts=True,
     linear="rest",
     transposed="where back (c fixed)",
@@ -173,17 +175,11 @@ def _share(a: Any, b: Any, wins: Callable[[Any, Any], Any]) -> Any:
 def _extremum(name: str, forward: Fn, wins: Fn, word: str, sign: str) -> Primitive:
     """maximum (wins = >) or minimum (wins = <): the gradient goes to the operand that wins,
     split in halves on a tie (as torch does)."""
-    return primitive(
+    return _symmetric(
         name,
         _numbers_stay_numbers(forward),
-        vjp=(
-            lambda g, out, a, b: g * _share(a, b, wins),
-            lambda g, out, a, b: g * _share(b, a, wins),
-        ),
-        jvp=(
-            lambda t, out, a, b: t * _share(a, b, wins),
-            lambda t, out, a, b: t * _share(b, a, wins),
-        ),
+        lambda d, out, a, b: d * _share(a, b, wins),
+        lambda d, out, a, b: d * _share(b, a, wins),
         batch="broadcasting",
         broadcasts=True,
         rule=f"d {word}(a, b)/da = 1 where a {sign} b, ½ where a = b, else 0 (and alike for b)",
@@ -347,24 +343,21 @@ def _kept_dims(r: Any, x_shape: Shape, axis: Axis, keepdims: bool) -> Any:
     return ops.reshape(r, tuple(1 if i in axes else n for i, n in enumerate(x_shape)))
 
 
-def _expand_reduced(g: Any, x_shape: Shape, axis: Axis, keepdims: bool) -> Any:
-    """Put back the axes a reduction removed, then broadcast to the input's shape."""
+def _expand_reduced(g: Any, x: Any, axis: Axis, keepdims: bool) -> Any:
+    """Put back the axes a reduction of ``x`` removed, then broadcast to ``x``'s shape."""
+    x_shape = shape(x)
     return broadcast_to(_kept_dims(g, x_shape, axis, keepdims), x_shape)
 
 
 def _count(x_shape: Shape, axis: Axis) -> int:
-    if axis is None:
-        return int(np.prod(x_shape, dtype=np.int64))
-    axes = (axis,) if isinstance(axis, int) else axis
+    axes = range(len(x_shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
     return int(np.prod([x_shape[a] for a in axes], dtype=np.int64))
 
 
 SUM = primitive(  # every input entry contributes once: the gradient is copied back
     "sum",
     lambda x, axis=None, keepdims=False: np.asarray(x).sum(axis=axis, keepdims=keepdims),
-    vjp=(
-        lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, shape(x), axis, keepdims),
-    ),
+    vjp=(lambda g, out, x, axis=None, keepdims=False: _expand_reduced(g, x, axis, keepdims),),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.sum(t, axis, keepdims),),
     linear="all",
     transposed="broadcast",
@@ -376,7 +369,7 @@ MEAN = primitive(  # a sum divided by the count of entries summed
     lambda x, axis=None, keepdims=False: np.asarray(x).mean(axis=axis, keepdims=keepdims),
     vjp=(
         lambda g, out, x, axis=None, keepdims=False: (
-            _expand_reduced(g, shape(x), axis, keepdims) / _count(shape(x), axis)
+            _expand_reduced(g, x, axis, keepdims) / _count(shape(x), axis)
         ),
     ),
     jvp=(lambda t, out, x, axis=None, keepdims=False: ops.mean(t, axis, keepdims),),
@@ -399,7 +392,7 @@ MAX = primitive(  # only the largest entry moves the max
     lambda x, axis=None, keepdims=False: np.max(x, axis=axis, keepdims=keepdims),
     vjp=(
         lambda g, out, x, axis=None, keepdims=False: (
-            _expand_reduced(g, shape(x), axis, keepdims) * _argmax_mask(out, x, axis, keepdims)
+            _expand_reduced(g, x, axis, keepdims) * _argmax_mask(out, x, axis, keepdims)
         ),
     ),
     jvp=(
@@ -431,11 +424,8 @@ def _batch_transpose(args: Args, batched: Flags, axes: Shape | None = None) -> A
 def _batch_broadcast_to(args: Args, batched: Flags, **params: Any) -> Any:
     """Each example broadcast: new axes go after the batch axis."""
     (x,) = args
-    target = tuple(params["shape"])
-    missing = len(target) - (len(shape(x)) - 1)
-    if missing:
-        x = ops.reshape(x, shape(x)[:1] + (1,) * missing + shape(x)[1:])
-    return bind(BROADCAST_TO, x, shape=(shape(x)[0], *target))
+    x = _pad_example(x, len(params["shape"]))
+    return bind(BROADCAST_TO, x, shape=(shape(x)[0], *params["shape"]))
 
 
 def _batch_index(index: Any) -> tuple[tuple[Any, ...], int]:
@@ -460,8 +450,7 @@ def _batch_getitem(args: Args, batched: Flags, index: Any) -> Any:
     """Each example indexed alike: ``x[:, index]`` (batch axis put back in front)."""
     (x,) = args
     batch_index, front = _batch_index(index)
-    out = bind(GETITEM, x, index=batch_index)
-    return ops.move_axis(out, front, 0)
+    return ops.move_axis(bind(GETITEM, x, index=batch_index), front, 0)
 
 
 def _batch_scatter_add(args: Args, batched: Flags, index: Any, **params: Any) -> Any:
@@ -493,13 +482,9 @@ def _batch_matmul(args: Args, batched: Flags) -> Any:
     if b_vector:  # (…, k) -> (…, k, 1)
         b = ops.reshape(b, shape(b) + (1,))
     out = bind(MATMUL, *batch_aligned([a, b], batched))
-    out_shape = shape(out)
-    if a_vector and b_vector:
-        return ops.reshape(out, out_shape[:-2])
-    if a_vector:
-        return ops.reshape(out, out_shape[:-2] + out_shape[-1:])
-    if b_vector:
-        return ops.reshape(out, out_shape[:-1])
+    if a_vector or b_vector:  # (…, m, n): a vector a's row axis m, b's column axis n dropped
+        out_shape = shape(out)
+        out = ops.reshape(out, out_shape[:-2] + out_shape[-2:][a_vector : 2 - b_vector])
     return out
 
 
@@ -601,13 +586,12 @@ SCATTER_ADD = primitive(  # the transpose of indexing: add g into zeros at index
 
 
 def _concat_vjp_all(g: Any, out: Any, *xs: Any, axis: int = 0) -> list[Any]:
-    edges = np.cumsum([shape(x)[axis] for x in xs])[:-1]
-    pieces, start = [], 0
-    for stop in [*edges, shape(out)[axis]]:
-        index = [slice(None)] * len(shape(out))
+    edges = [0, *np.cumsum([shape(x)[axis] for x in xs])[:-1], shape(out)[axis]]
+    index: list[Any] = [slice(None)] * len(shape(out))
+    pieces = []
+    for start, stop in zip(edges[:-1], edges[1:]):
         index[axis] = slice(start, stop)
         pieces.append(g[tuple(index)])
-        start = stop
     return pieces
 
 
@@ -677,11 +661,10 @@ def _matmul_grad_b(g: Any, a: Any, b: Any) -> Any:
 
 # --- softmax and the fused loss ----------------------------------------------------------
 
-SOFTMAX = primitive(  # J^T g = s * (g - <g, s>) along the axis
+SOFTMAX = _symmetric(  # J = diag(s) - s sᵀ:  J^T g = J g = s * (g - <g, s>) along the axis
     "softmax",
     lambda x, axis=-1: ops.softmax(x, axis),
-    vjp=(lambda g, out, x, axis=-1: out * (g - ops.sum(g * out, axis, keepdims=True)),),
-    jvp=(lambda t, out, x, axis=-1: out * (t - ops.sum(t * out, axis, keepdims=True)),),
+    lambda d, out, x, axis=-1: out * (d - ops.sum(d * out, axis, keepdims=True)),
     batch=_batch_over_axis("softmax", -1),
     rule="Jᵀg = s ⊙ (g − ⟨g, s⟩)",
 )
