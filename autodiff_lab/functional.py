@@ -617,10 +617,12 @@ def _through_duals(transformed: Fn, f: Fn, given: Operands, argnums: Any) -> Tre
     levels = batch_levels([a.primal if isinstance(a, Dual) else a for a in args])
     substitutions: dict[Node, Operand] = {}
 
-    def leaf_for(whole: Operand) -> Operand:
+    def leaf_for(whole: Operand, tangent: Operand = None) -> Operand:
         """A leaf holding ``whole``, an argument's whole batch (the argument itself outside
         vmap); when the batch holds the duals of an older jvp (``jvp(vmap(hessian))``), it
-        holds their primals and is replayed with them."""
+        holds their primals and is replayed with them. A number's leaf is a Value, except
+        in a batch or when its ``tangent`` is a Tensor (linearize records the tangents: the
+        replay then combines them with the leaf's graph, which must be a Tensor's too)."""
         core = innermost(whole)
         if levels and is_tracer(core):
             raise NotImplementedError(
@@ -628,7 +630,7 @@ def _through_duals(transformed: Fn, f: Fn, given: Operands, argnums: Any) -> Tre
                 f"function applying grad/vjp/jacrev) meets a {type(core).__name__} of "
                 "another transformation inside the batch: this nesting is not supported"
             )
-        leaf = _leaf(core, scalar_as_value=not levels)  # (a batch's number: a Tensor)
+        leaf = _leaf(core, scalar_as_value=not levels and not isinstance(tangent, Tensor))
         if whole is not core:
             substitutions[leaf] = whole
         return leaf
@@ -636,7 +638,7 @@ def _through_duals(transformed: Fn, f: Fn, given: Operands, argnums: Any) -> Tre
     for i, a in enumerate(args):
         if isinstance(a, Dual):
             primal = lift(a.primal, levels)
-            leaf = leaf_for(primal)
+            leaf = leaf_for(primal, a.tangent)
             substitutions[leaf] = Dual(primal, lift(a.tangent, levels), a.tag)
             args[i] = wrap(leaf, levels)
         elif i in differentiated:

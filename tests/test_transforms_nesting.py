@@ -356,6 +356,21 @@ def test_linearize_of_a_gradient_closing_over_the_tangent(torch):
     close(f_jvp(t), want(torch.tensor(t)).numpy())
 
 
+@pytest.mark.parametrize("x", [1.5, np.asarray(1.5)], ids=["number", "0-d array"])
+def test_linearize_of_a_gradient_closing_over_its_own_argument_refuses_clearly(x):
+    """grad(lambda y: x y²)(x) = 2x², closing over x: linearize's tangent graph would
+    multiply its tangent into itself, so it refuses, as for arrays (docs/design.md's table),
+    and says to use jvp. For a Python number it raised Tensor's "cannot combine a Tensor
+    with Value" (a number's leaf was a Value, its recorded tangent a Tensor)."""
+
+    def f(x):
+        return grad(lambda y: x * y**2)(x)
+
+    with pytest.raises(ValueError, match="closes over linearize's own argument.*use jvp"):
+        linearize(f, x)
+    close(jvp(f, (x,), (1.0,)), (2 * 1.5**2, 4 * 1.5))  # d(2x²)/dx = 4x
+
+
 def test_linearize_of_a_function_closing_over_a_graph_value():
     """A Tensor that requires grad, closed over, stays differentiable (the map is jvp)."""
     W, t = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0])
