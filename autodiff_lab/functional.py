@@ -341,28 +341,30 @@ def jacfwd(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
         args = list(given)  # numbers, arrays, graph values or vmap batches
         x = as_primal(args[argnums])
         x_shape = x.shape if isinstance(x, Batched) else np.shape(data_of(x))
+        dtype = x.dtype if isinstance(x, Batched) else np.result_type(data_of(x))
+        dtype = dtype if dtype.kind == "f" else np.dtype(float)  # (a batch of integers)
 
         def f_of_x(xd: Operand) -> Tree:
             return f(*args[:argnums], xd, *args[argnums + 1 :])
 
         if vectorize:  # J[..., j] = jvp(f, x, e_j), all j in one batch
             n = int(np.prod(x_shape, dtype=np.int64))
-            basis = np.eye(n).reshape((n, *x_shape))
+            basis = np.eye(n, dtype=dtype).reshape((n, *x_shape))
             out, columns = vmap(lambda e: jvp(f_of_x, (x,), (e,)), out_axes=(None, -1))(basis)
             if isinstance(out, tuple | list):  # one Jacobian per output
                 return type(out)(
                     ops.reshape(c, np.shape(data_of(o)) + x_shape) for o, c in zip(out, columns)
                 )
             return ops.reshape(columns, np.shape(data_of(out)) + x_shape)
-        pushed = [jvp(f_of_x, (x,), (e,)) for e in ops.basis(x_shape)]  # (out, J e) each
+        pushed = [jvp(f_of_x, (x,), (e,)) for e in ops.basis(x_shape, dtype)]  # (out, J e)
         # (x has no entries: no column, but the output's shape is needed)
         out = pushed[-1][0] if pushed else f_of_x(x)
         columns = [column for _, column in pushed]
         if isinstance(out, tuple | list):  # one Jacobian per output, from its own columns
             return type(out)(
-                _from_columns(o, [c[i] for c in columns], x_shape) for i, o in enumerate(out)
+                _from_columns(o, [c[i] for c in columns], x_shape, dtype) for i, o in enumerate(out)
             )
-        return _from_columns(out, columns, x_shape)
+        return _from_columns(out, columns, x_shape, dtype)
 
     jacfwd_f.__name__ = f"jacfwd({getattr(f, '__name__', 'f')})"
     return jacfwd_f
@@ -381,8 +383,8 @@ def jacrev(f: Fn, argnums: int = 0, vectorize: bool = False) -> Fn:
         adapter = _adapter("jacrev", given)
         if adapter is None:  # numbers, arrays or graph values
             args = list(given)
-            if not is_node(args[argnums]):  # the rows are float64 arrays, also for a number
-                args[argnums] = np.asarray(args[argnums], dtype=float)
+            if not is_node(args[argnums]):  # an array of its float type (a number: float64)
+                args[argnums] = np.asarray(as_primal(args[argnums]))
             out, (leaf,), nested = _record(f, args, (argnums,), scalar_as_value=False)
             out = _one_output(out, "jacrev")
             if has_batch([innermost(out)]):  # f closes over a vmap batch
@@ -409,7 +411,8 @@ def _rows(out: Operand, leaf: Node, nested: bool, vectorize: bool) -> Operand:
     seeds = ops.basis(out.shape, out.dtype) if out.shape else [np.ones((), out.dtype)]
     rows = [_pull_back(out, [leaf], Tensor(e) if nested else e, nested)[0] for e in seeds]
     if not rows:
-        return Tensor(np.zeros(shape)) if nested else np.zeros(shape)
+        zeros = np.zeros(shape, np.result_type(data_of(leaf)))
+        return Tensor(zeros) if nested else zeros
     if nested:
         return stack([r if is_node(r) else Tensor(r) for r in rows]).reshape(shape)
     return np.stack(rows).reshape(shape)
@@ -451,18 +454,18 @@ def hessian(f: Fn, argnums: int = 0, mode: str = "fwd-rev") -> Fn:
     return hessian_f
 
 
-def _from_columns(out: Operand, columns: list[Operand], x_shape: Shape) -> Operand:
+def _from_columns(out: Operand, columns: list[Operand], x_shape: Shape, dtype: np.dtype) -> Operand:
     """The Jacobian of shape ``out.shape + x.shape`` from its columns, stacked along a new
-    last axis (graph values stay graph values)."""
+    last axis (graph values stay graph values), of ``dtype``: the input's float type."""
     if not x_shape:  # a scalar input: the Jacobian is the one column
         column = columns[0]
-        return column if isinstance(column, Boxed) else np.asarray(column, dtype=float)[()]
+        return column if isinstance(column, Boxed) else np.asarray(column, dtype=dtype)[()]
     shape = np.shape(data_of(out)) + x_shape
     if not columns:
-        return np.zeros(shape)
+        return np.zeros(shape, dtype)
     if any(isinstance(c, Node | Batched) for c in columns):  # graph values, or inside vmap
         return stack(columns, axis=-1).reshape(shape)
-    return np.stack([np.asarray(c, dtype=float) for c in columns], axis=-1).reshape(shape)
+    return np.stack([np.asarray(c, dtype=dtype) for c in columns], axis=-1).reshape(shape)
 
 
 def hvp(f: Fn, x: Operand, v: Operand, mode: str = "fwd-rev") -> Operand:

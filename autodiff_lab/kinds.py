@@ -141,13 +141,16 @@ def constant(x: Any) -> Any:
 def as_primal(x: Any) -> Any:
     """An input as every transformation takes it, decided once: a traced value as it is;
     a Python number (or numpy scalar) as a float, for the scalar engine (``Value``);
-    anything else as a float64 array, a 0-d array staying a 0-d array (``Tensor``), so
-    ``hessian(f)(np.array(2.))`` runs ``f`` on the same kind of value as ``grad(f)``."""
+    anything else as an array of its own float type (float32 stays float32, as in
+    ``torch.func`` and JAX; integers and booleans become float64), a 0-d array staying a
+    0-d array (``Tensor``), so ``hessian(f)(np.array(2.))`` runs ``f`` on the same kind of
+    value as ``grad(f)``."""
     if isinstance(x, Boxed):
         return x
     if isinstance(x, numbers.Real) and not isinstance(x, np.ndarray):
         return float(x)
-    return np.asarray(x, dtype=float)
+    x = np.asarray(x)
+    return x if x.dtype.kind == "f" else x.astype(float)
 
 
 def stop_gradient(x: Any) -> Any:

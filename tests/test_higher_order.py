@@ -292,6 +292,33 @@ def test_jacobians_of_a_vector_function_agree_with_pytorch_in_both_modes():
     np.testing.assert_allclose(jacrev(jacfwd(F))(x), expected2, rtol=1e-10, atol=1e-13)
 
 
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_jacobians_and_hessians_of_float32_inputs_stay_float32(vectorize):
+    """float32 in, float32 out, as torch.func gives (checked here) and as grad and vmap
+    already did: the Jacobians and Hessians were float64, every transformation having
+    taken its input as a float64 array."""
+    torch = pytest.importorskip("torch")
+    x = np.array([0.3, -0.5, 1.2], np.float32)
+    s, t = float(x.sum()), np.tanh(x.astype(float))
+    want_j = np.diag((1 - t**2) * s) + np.outer(t, np.ones(3))  # d(tanh(x_i) Σx)/dx_j
+    want_h = np.diag(6 * x.astype(float))  # of Σ x³
+    xt = torch.tensor(x)  # (float32: torch.tensor keeps numpy's dtype)
+    torch_j = torch.func.jacrev(lambda x: torch.tanh(x) * x.sum())(xt)
+    torch_h = torch.func.hessian(lambda x: (x**3).sum())(xt)
+    assert torch_j.dtype == torch_h.dtype == torch.float32
+    for jac in (jacfwd, jacrev):
+        J = jac(lambda x: tanh(x) * x.sum(), vectorize=vectorize)(x)
+        assert J.dtype == np.float32
+        np.testing.assert_allclose(J, want_j, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(J, torch_j.numpy(), rtol=1e-6, atol=1e-6)
+    for mode in ("fwd-rev", "rev-rev"):
+        H = hessian(lambda x: (x**3).sum(), mode=mode)(x)
+        assert H.dtype == np.float32
+        np.testing.assert_allclose(H, want_h, rtol=1e-6)
+        np.testing.assert_allclose(H, torch_h.numpy(), rtol=1e-6)
+    assert jacrev(lambda x: x * 2.0)(np.arange(3)).dtype == np.float64  # integers: float64
+
+
 # --- perturbation confusion -----------------------------------------------------------------
 
 
