@@ -32,7 +32,7 @@ of extend.py, linear.py and dual.py (one rule wrapper, checkpoint's shared re-ru
 then took it to 3,246, and one of functional.py, primitives.py and batching.py (one check
 per message, the batched forward-over-reverse folded into the plain one, a helper for entries
 whose vjp and jvp rules are the same product, one "the examples of this batch" helper) to
-3,136: the ceiling is 3,140.
+3,136; keeping float32 Jacobians float32 (as torch.func does) took it to 3,140, the ceiling.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ CORE += ["value", "tensor", "dual"]
 TRANSFORMATIONS = ["tangents", "batching", "extend", "linear", "functional"]
 ENGINE = [PACKAGE / f"{name}.py" for name in CORE + TRANSFORMATIONS]
 
-ENGINE_BUDGET = 3_140  # lines (measured: 3,136, strictly typed) — a ceiling to lower
+ENGINE_BUDGET = 3_140  # lines (measured: 3,140, strictly typed) — a ceiling to lower
 READING_PATH_FILES = 3  # files (measured: 3) — issue 27's aim
 READING_PATH_BUDGET = 700  # lines (measured: 583) — issue 27's aim: about 700
 
