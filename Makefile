@@ -101,14 +101,15 @@ test-lecture: $(LECTURE_VENV)/.lecture-test-installed
 
 ## make test-min: the lowest versions pyproject.toml allows (uv's lowest-direct resolution),
 ## running the engine tests and strict nbval. pip installs the pinned torch first, so that uv
-## keeps it instead of downloading another build.
+## keeps it instead of downloading another build. uv trusts the system's certificates, as pip
+## does (its own bundle fails behind a proxy with its own certificate authority).
 MIN_VENV ?= .venv-min
 $(MIN_VENV)/.installed: pyproject.toml
 	rm -rf $(MIN_VENV)
 	$(PYTHON) -m venv $(MIN_VENV)
 	$(MIN_VENV)/bin/python -m pip install -q uv
 	$(MIN_VENV)/bin/python -m pip install -q --retries 1 --extra-index-url $(TORCH_CPU_INDEX) $(TORCH_PIN)
-	$(MIN_VENV)/bin/uv pip install -q --python $(MIN_VENV)/bin/python \
+	UV_SYSTEM_CERTS=1 $(MIN_VENV)/bin/uv pip install -q --python $(MIN_VENV)/bin/python \
 		--resolution lowest-direct -e '.[lab,test]'
 	touch $@
 
