@@ -142,7 +142,7 @@ def as_primal(x: Any) -> Any:
     """An input as every transformation takes it, decided once: a traced value as it is;
     a Python number (or numpy scalar) as a float, for the scalar engine (``Value``);
     anything else as an array of its own float type (float32 stays float32, as in
-    ``torch.func`` and JAX; integers and booleans become float64), a 0-d array staying a
+    ``torch.func``; integers and booleans become float64), a 0-d array staying a
     0-d array (``Tensor``), so ``hessian(f)(np.array(2.))`` runs ``f`` on the same kind of
     value as ``grad(f)``."""
     if isinstance(x, Boxed):
