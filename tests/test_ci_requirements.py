@@ -91,3 +91,25 @@ def test_ci_runs_the_rise_tests_in_the_lecture_environment():
     )
     # make test itself does not build the lecture environment (its 5-minute budget)
     assert ".venv-lecture" not in _dry_run("test")
+
+
+def test_a_background_pass_that_hangs_is_interrupted_and_fails(monkeypatch):
+    """tools/run_pytest.py's background nbval passes: one that never ends (once, nbval
+    waited on a kernel that had vanished) is interrupted at its limit and counts as failed,
+    so the run reports it instead of holding CI until its own time limit."""
+    import importlib.util
+    import sys
+    import time
+
+    spec = importlib.util.spec_from_file_location(
+        "run_pytest", Path(__file__).parents[1] / "tools" / "run_pytest.py"
+    )
+    run_pytest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_pytest)
+    monkeypatch.setattr(run_pytest, "BACKGROUND_LIMIT", 2)
+    started = time.monotonic()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    assert run_pytest.wait_for("a hung pass", sleeper, started) == 1
+    assert sleeper.poll() is not None and time.monotonic() - started < 30
+    done = subprocess.Popen([sys.executable, "-c", "raise SystemExit(0)"])
+    assert run_pytest.wait_for("a quick pass", done, time.monotonic()) == 0

@@ -27,9 +27,11 @@ never a pass, so it is reported as a failure with a clear message.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,12 +72,35 @@ def exit_code(code: int) -> int:
     return code
 
 
+# A background pass takes 15 to 100 s alone and a few times that beside the main run; one
+# that has not ended this long after it started waits on something that will not come (once,
+# in CI, nbval waited on a kernel that had vanished): it is interrupted, so that pytest prints
+# where it waited, and fails, instead of holding the run until CI's own time limit.
+BACKGROUND_LIMIT = 900  # seconds
+
+
 def background(label: str, args: list[str], env: dict[str, str]):
     """Start a one-process pytest run of ``args``; its output is kept and shown at the end."""
     log = tempfile.TemporaryFile("w+")
     cmd = command(args, parallel=False)
     print(f"{label} started", flush=True)
-    return label, subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log), log, cmd
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=log)
+    return label, proc, log, cmd, time.monotonic()
+
+
+def wait_for(label: str, proc: subprocess.Popen, started: float) -> int:
+    """The pass's exit code, interrupting it (SIGINT) once past :data:`BACKGROUND_LIMIT`."""
+    try:
+        return proc.wait(timeout=max(0.0, started + BACKGROUND_LIMIT - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        print(f"{label}: no result {BACKGROUND_LIMIT} s after it started: interrupted", flush=True)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return 1
 
 
 def solutions_pass(label: str, env: dict[str, str], argv: list[str]):
@@ -125,12 +150,12 @@ def main(argv: list[str]) -> int:
         cmd = command(["notebooks", "tests", *NBVAL, *argv])
     print("+", " ".join(cmd), flush=True)
     rc = exit_code(subprocess.call(cmd, cwd=ROOT))
-    for label, proc, log, cmd in passes:
-        proc.wait()
+    for label, proc, log, cmd, started in passes:
+        code = wait_for(label, proc, started)
         log.seek(0)
         print(f"{label}:", "+", " ".join(cmd), flush=True)
         print(log.read(), end="", flush=True)
-        rc = exit_code(proc.returncode) or rc
+        rc = exit_code(code) or rc
     return rc
 
 
